@@ -1,0 +1,81 @@
+"""Snapshot, tuple, unit and record digests (DESIGN.md, "Digests and lineage").
+
+Digests detect change; they are not signatures and say nothing about correctness.
+All digests are lowercase hexadecimal SHA-256 (64 characters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from audit.contract.canonical import canonical_digest, sha256_hex
+
+#: Fields of a query that make up its identity inside a tuple digest.
+QUERY_IDENTITY_FIELDS = ("id", "question_version", "text")
+#: Fields of a pipeline that make up its configuration inside a tuple digest.
+PIPELINE_IDENTITY_FIELDS = ("name", "version", "config")
+
+
+def snapshot_digest(text: str) -> str:
+    """SHA-256 of the snapshot text's UTF-8 bytes."""
+    return sha256_hex(text.encode("utf-8"))
+
+
+def query_identity(query: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: query[key] for key in QUERY_IDENTITY_FIELDS}
+
+
+def pipeline_identity(pipeline: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: pipeline[key] for key in PIPELINE_IDENTITY_FIELDS}
+
+
+def tuple_digest(
+    *,
+    query: Mapping[str, Any],
+    source_digest: str,
+    answer_digest: str,
+    pipeline: Mapping[str, Any],
+) -> str:
+    """The identity of a tuple r = (q, u, a): query identity, both snapshot digests and
+    the pipeline configuration, canonically serialized."""
+    return canonical_digest(
+        {
+            "query": query_identity(query),
+            "source_digest": source_digest,
+            "answer_digest": answer_digest,
+            "pipeline": pipeline_identity(pipeline),
+        }
+    )
+
+
+def unit_digest(
+    *,
+    query: Mapping[str, Any],
+    answer_digest: str,
+    source_digests: Iterable[str],
+    pipeline: Mapping[str, Any],
+) -> str:
+    """The identity of an answer unit (codebook ``answer-claims``): the answer with all of
+    its sources, in the order given (source order is the answer's citation order)."""
+    return canonical_digest(
+        {
+            "query": query_identity(query),
+            "answer_digest": answer_digest,
+            "source_digests": list(source_digests),
+            "pipeline": pipeline_identity(pipeline),
+        }
+    )
+
+
+def record_digest(record: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical record minus its own ``record_digest`` field."""
+    body = {key: value for key, value in record.items() if key != "record_digest"}
+    return canonical_digest(body)
+
+
+def seal_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``record`` with ``record_digest`` set to its digest."""
+    sealed = dict(record)
+    sealed["record_digest"] = record_digest(sealed)
+    return sealed
