@@ -49,19 +49,29 @@ def tuple_digest(
     )
 
 
+def answer_identity(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field of an answer snapshot except its text, which its digest stands for.
+
+    Unlike a tuple, an answer unit binds the observation's metadata too: two failed
+    attempts at the same query (same empty text, different times) are two attempts."""
+    return {key: value for key, value in answer.items() if key != "text"}
+
+
 def unit_digest(
     *,
     query: Mapping[str, Any],
-    answer_digest: str,
+    answer: Mapping[str, Any],
     source_digests: Iterable[str],
     pipeline: Mapping[str, Any],
 ) -> str:
-    """The identity of an answer unit (codebook ``answer-claims``): the answer with all of
-    its sources, in the order given (source order is the answer's citation order)."""
+    """The identity of an answer unit (codebook ``answer-claims``, and one observation of
+    an import file): the query identity, the answer snapshot (all fields but the text,
+    whose digest is among them), the digests of all of its sources in the order given (the
+    answer's citation order) and the pipeline configuration."""
     return canonical_digest(
         {
             "query": query_identity(query),
-            "answer_digest": answer_digest,
+            "answer": answer_identity(answer),
             "source_digests": list(source_digests),
             "pipeline": pipeline_identity(pipeline),
         }
