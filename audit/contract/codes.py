@@ -17,6 +17,7 @@ UNKNOWN_FORMAT = "unknown_format"
 UNKNOWN_CODEBOOK = "unknown_codebook"
 CODEBOOK_MISMATCH = "codebook_mismatch"
 DUPLICATE_TUPLE = "duplicate_tuple"
+DUPLICATE_OBSERVATION = "duplicate_observation"
 TOO_MANY_LINES = "too_many_lines"
 
 # --- stage 1: required fields and digests --------------------------------------------
