@@ -1,0 +1,60 @@
+"""Who may see and do what: decided here, once per role, and nowhere else.
+
+Each condition stands on its own line so that tests can prove every case. A study the
+user has no business with is reported as missing (404), not forbidden, so that its
+existence does not leak; a study the user belongs to without the needed role is 403.
+Every refusal is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+
+from annotator.models import Membership, Role
+from audit.models import Study
+
+logger = logging.getLogger("claimgate.access")
+
+
+def _refuse(user: AbstractBaseUser | AnonymousUser, what: str, exc: type[Exception]) -> None:
+    logger.warning("access refused: user=%s %s", getattr(user, "pk", None), what)
+    raise exc(what)
+
+
+def studies_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+    if not user.is_authenticated:
+        return Study.objects.none()
+    if user.is_superuser:
+        return Study.objects.all()
+    return Study.objects.filter(memberships__user=user).distinct()
+
+
+def roles_in_study(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    return set(Membership.objects.filter(user=user, study=study).values_list("role", flat=True))
+
+
+def study_get_for_member(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
+    study = Study.objects.select_related("codebook").filter(slug=slug).first()
+    if study is None:
+        _refuse(user, f"no study {slug!r}", Http404)
+    if not user.is_authenticated:
+        _refuse(user, f"anonymous access to study {slug!r}", Http404)
+    if not user.is_superuser and not roles_in_study(user=user, study=study):
+        _refuse(user, f"not a member of study {slug!r}", Http404)
+    return study
+
+
+def study_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
+    study = study_get_for_member(user=user, slug=slug)
+    if user.is_superuser:
+        return study
+    if Role.RESEARCHER not in roles_in_study(user=user, study=study):
+        _refuse(user, f"not a researcher of study {slug!r}", PermissionDenied)
+    return study

@@ -1,0 +1,291 @@
+"""Writes to the archive. Every interface (command, API, study page) calls these."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+
+from audit import archive
+from audit.contract import codes
+from audit.contract.canonical import canonical_digest
+from audit.contract.digests import unit_digest
+from audit.models import (
+    AnswerSnapshot,
+    Codebook,
+    ImportBatch,
+    ImportStatus,
+    Observation,
+    Pipeline,
+    Query,
+    SourceSnapshot,
+    Study,
+    Tuple,
+)
+from audit.selectors import codebook_registry
+
+#: How many line errors an import batch keeps for display; the count is always exact.
+STORED_ERRORS_LIMIT = 10_000
+_CHUNK = 2_000
+
+
+class CodebookConflict(Exception):
+    """A codebook with this name and version exists with different content."""
+
+
+def codebook_install(*, definition: dict[str, Any]) -> tuple[Codebook, bool]:
+    """Store a codebook version; installing the same file twice changes nothing."""
+    from audit.contract import codebook_from_dict  # validates weights, keys, unit
+
+    parsed = codebook_from_dict(definition)
+    digest = canonical_digest(definition)
+    existing = Codebook.objects.filter(name=parsed.name, version=parsed.version).first()
+    if existing is not None:
+        if existing.digest != digest:
+            raise CodebookConflict(
+                f"codebook {parsed.name} {parsed.version} already exists with different "
+                "content; a changed codebook needs a new version"
+            )
+        return existing, False
+    row = Codebook.objects.create(
+        name=parsed.name,
+        version=parsed.version,
+        unit=definition["unit"],
+        title=definition.get("title") or f"{parsed.name} {parsed.version}",
+        definition=definition,
+        digest=digest,
+    )
+    return row, True
+
+
+def codebook_install_file(*, path: Path) -> tuple[Codebook, bool]:
+    return codebook_install(definition=json.loads(path.read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    line: int
+    reason: str
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "reason": self.reason, "message": self.message}
+
+
+def observations_import(
+    *, study: Study, data: bytes, file_name: str, user: Any = None
+) -> ImportBatch:
+    """Import an observation file into ``study``, atomically.
+
+    Every line is checked first; if any is bad, nothing is written to the archive and the
+    returned batch (status ``rejected``) lists every bad line. Otherwise all observations
+    and tuples are written in one transaction; those already in the study (same digests)
+    are counted, not duplicated, so importing a file twice changes nothing.
+    """
+    from audit.contract import parse_observation_file
+
+    batch = ImportBatch(
+        study=study,
+        file_name=file_name[:255],
+        file_sha256=hashlib.sha256(data).hexdigest(),
+        file_bytes=len(data),
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    limit = settings.IMPORT_MAX_FILE_BYTES
+    if len(data) > limit:
+        return _reject(
+            batch,
+            [
+                LineProblem(
+                    0,
+                    codes.LINE_TOO_LONG,
+                    f"the file is {len(data):,} bytes; the limit for one import is "
+                    f"{limit:,} bytes: split it into several files",
+                )
+            ],
+            lines=0,
+        )
+
+    parsed = parse_observation_file(data, codebook_registry())
+    problems = [LineProblem(e.line, e.reason, e.message) for e in parsed.errors]
+    header = parsed.header
+    if not problems and header is not None:
+        wanted = (study.codebook.name, study.codebook.version)
+        got = header.codebook_key
+        if got != wanted:
+            problems.append(
+                LineProblem(
+                    1,
+                    codes.CODEBOOK_MISMATCH,
+                    f"the file is for codebook {got[0]} {got[1]}, but study {study.slug} "
+                    f"uses {wanted[0]} {wanted[1]}",
+                )
+            )
+    line_count = len(parsed.observations) + 1
+    units: list[_Unit] = []
+    if not problems:
+        units, problems = _plan_units(parsed.observations, parsed.lines)
+    if problems:
+        return _reject(batch, problems, lines=line_count)
+    with transaction.atomic():
+        batch.status = ImportStatus.IMPORTED
+        batch.lines = line_count
+        batch.save()
+        created_observations, created_tuples, existing_tuples = _store(study, batch, units)
+        batch.observations_created = created_observations
+        batch.tuples_created = created_tuples
+        batch.tuples_existing = existing_tuples
+        if created_observations == 0 and created_tuples == 0:
+            batch.status = ImportStatus.UNCHANGED
+        batch.save()
+    return batch
+
+
+def _reject(batch: ImportBatch, problems: Sequence[LineProblem], *, lines: int) -> ImportBatch:
+    batch.status = ImportStatus.REJECTED
+    batch.lines = lines
+    batch.error_count = len(problems)
+    batch.errors = [p.as_dict() for p in problems[:STORED_ERRORS_LIMIT]]
+    batch.save()
+    return batch
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _ids_by(model: type[models.Model], field: str, values: Iterable[str], **filters: Any) -> dict:
+    values = list(values)
+    found: dict[str, int] = {}
+    for chunk in _chunks(values):
+        lookup = {f"{field}__in": chunk, **filters}
+        found.update(model.objects.filter(**lookup).values_list(field, "id"))
+    return found
+
+
+def _upsert_by_key(model: type[models.Model], rows: Iterable[models.Model]) -> dict[str, int]:
+    """Insert rows whose ``key`` is new; return key -> id for all of them."""
+    by_key = {row.key: row for row in rows}
+    ids = _ids_by(model, "key", by_key)
+    missing = [row for key, row in by_key.items() if key not in ids]
+    if missing:
+        # A concurrent import may insert the same key first: ignore that, then re-read.
+        model.objects.bulk_create(missing, batch_size=_CHUNK, ignore_conflicts=True)
+        ids.update(_ids_by(model, "key", [row.key for row in missing]))
+    return ids
+
+
+@dataclass
+class _Unit:
+    """One observation line on its way into the archive."""
+
+    position: int
+    digest: str
+    observation: dict[str, Any]
+    answer: AnswerSnapshot
+    query: Query | None = None
+    pipeline: Pipeline | None = None
+    sources: list[SourceSnapshot] | None = None
+
+
+def _plan_units(
+    observations: Sequence[dict], lines: Sequence[int]
+) -> tuple[list[_Unit], list[LineProblem]]:
+    """Compute each line's unit digest (over the answer as the archive will store it) and
+    refuse a file that holds the same observation twice."""
+    units = []
+    problems = []
+    first_line: dict[str, int] = {}
+    for position, observation in zip(lines, observations, strict=True):
+        answer = archive.answer_from_dict(observation["answer"])
+        digest = unit_digest(
+            query=observation["query"],
+            answer=archive.answer_as_dict(answer),
+            source_digests=[source["digest"] for source in observation["sources"]],
+            pipeline=observation["pipeline"],
+        )
+        if digest in first_line:
+            problems.append(
+                LineProblem(
+                    position,
+                    codes.DUPLICATE_OBSERVATION,
+                    f"this observation repeats line {first_line[digest]} (same query, answer "
+                    "snapshot, sources and pipeline)",
+                )
+            )
+            continue
+        first_line[digest] = position
+        units.append(_Unit(position, digest, observation, answer))
+    return units, problems
+
+
+def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[int, int, int]:
+    existing_units = _ids_by(Observation, "unit_digest", [u.digest for u in units], study=study)
+    tuple_digests = [s["tuple_digest"] for u in units for s in u.observation["sources"]]
+    existing_tuples = _ids_by(Tuple, "digest", tuple_digests, study=study)
+    new_units = [unit for unit in units if unit.digest not in existing_units]
+    if not new_units:
+        return 0, 0, len(existing_tuples)
+
+    for unit in new_units:
+        unit.query = archive.query_from_dict(unit.observation["query"])
+        unit.pipeline = archive.pipeline_from_dict(unit.observation["pipeline"])
+        unit.sources = [archive.source_from_dict(s) for s in unit.observation["sources"]]
+    query_ids = _upsert_by_key(Query, (u.query for u in new_units))
+    pipeline_ids = _upsert_by_key(Pipeline, (u.pipeline for u in new_units))
+    answer_ids = _upsert_by_key(AnswerSnapshot, (u.answer for u in new_units))
+    source_ids = _upsert_by_key(SourceSnapshot, (s for u in new_units for s in u.sources))
+
+    Observation.objects.bulk_create(
+        [
+            Observation(
+                study=study,
+                unit_digest=unit.digest,
+                query_id=query_ids[unit.query.key],
+                pipeline_id=pipeline_ids[unit.pipeline.key],
+                answer_id=answer_ids[unit.answer.key],
+                batch=batch,
+                position=unit.position,
+            )
+            for unit in new_units
+        ],
+        batch_size=_CHUNK,
+    )
+    observation_ids = _ids_by(
+        Observation, "unit_digest", [u.digest for u in new_units], study=study
+    )
+
+    tuple_rows = []
+    seen = set(existing_tuples)
+    for unit in new_units:
+        for index, (source, row) in enumerate(
+            zip(unit.observation["sources"], unit.sources, strict=True)
+        ):
+            # The same tuple under another answer unit of this study is the same tuple.
+            if source["tuple_digest"] in seen:
+                continue
+            seen.add(source["tuple_digest"])
+            sampling = source.get("sampling") or {}
+            tuple_rows.append(
+                Tuple(
+                    study=study,
+                    observation_id=observation_ids[unit.digest],
+                    digest=source["tuple_digest"],
+                    query_id=query_ids[unit.query.key],
+                    pipeline_id=pipeline_ids[unit.pipeline.key],
+                    answer_id=answer_ids[unit.answer.key],
+                    source_id=source_ids[row.key],
+                    position=index,
+                    sampling_stratum=sampling.get("stratum"),
+                    inclusion_probability=sampling.get("inclusion_probability"),
+                )
+            )
+    Tuple.objects.bulk_create(tuple_rows, batch_size=_CHUNK)
+    return len(new_units), len(tuple_rows), len(existing_tuples)

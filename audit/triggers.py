@@ -1,0 +1,96 @@
+"""Database triggers that make rows immutable, for PostgreSQL and SQLite.
+
+Used from migrations (``RunPython(install(...), uninstall(...))``) so that the rule holds
+whatever writes to the database: the ORM, a raw cursor, or someone with psql. A refused
+statement raises ``django.db.IntegrityError`` on both backends (PostgreSQL: SQLSTATE 23001
+restrict_violation; SQLite: RAISE(ABORT), a constraint failure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# PostgreSQL allows no subquery in a trigger's WHEN clause, so the condition goes into
+# the function. Statements run with params=None so that psycopg leaves '%' alone.
+_PG_FUNCTION = """
+CREATE OR REPLACE FUNCTION {name}() RETURNS trigger AS $$
+BEGIN
+    IF {condition} THEN
+        RAISE EXCEPTION 'claimgate: % on % is refused ({reason})', TG_OP, TG_TABLE_NAME
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql
+"""
+
+
+@dataclass(frozen=True)
+class Immutable:
+    """Refuse ``operations`` on ``table``; ``when`` (SQL over OLD) narrows the rule."""
+
+    table: str
+    operations: Sequence[str] = ("UPDATE",)
+    reason: str = "rows are immutable once written"
+    when: str | None = None
+
+    def name(self, operation: str) -> str:
+        return f"{self.table}_refuse_{operation.lower()}"
+
+    def create_sql(self, vendor: str) -> list[str]:
+        statements = []
+        for operation in self.operations:
+            if vendor == "postgresql":
+                function = f"{self.name(operation)}_fn"
+                statements.append(
+                    _PG_FUNCTION.format(
+                        name=function, condition=self.when or "TRUE", reason=self.reason
+                    )
+                )
+                statements.append(
+                    f"CREATE TRIGGER {self.name(operation)} BEFORE {operation} ON {self.table} "
+                    f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+                )
+            elif vendor == "sqlite":
+                when = f"WHEN {self.when} " if self.when else ""
+                message = f"claimgate: {operation} on {self.table} is refused ({self.reason})"
+                statements.append(
+                    f"CREATE TRIGGER {self.name(operation)} BEFORE {operation} ON {self.table} "
+                    f"FOR EACH ROW {when}BEGIN SELECT RAISE(ABORT, '{message}'); END"
+                )
+            else:  # pragma: no cover - only the two supported backends
+                raise NotImplementedError(f"no immutability triggers for {vendor}")
+        return statements
+
+    def drop_sql(self, vendor: str) -> list[str]:
+        if vendor == "postgresql":
+            return [
+                f"DROP TRIGGER IF EXISTS {self.name(op)} ON {self.table}; "
+                f"DROP FUNCTION IF EXISTS {self.name(op)}_fn()"
+                for op in self.operations
+            ]
+        return [f"DROP TRIGGER IF EXISTS {self.name(op)}" for op in self.operations]
+
+
+def install(*rules: Immutable) -> Callable:
+    def forward(apps, schema_editor) -> None:
+        vendor = schema_editor.connection.vendor
+        for rule in rules:
+            for statement in rule.create_sql(vendor):
+                schema_editor.execute(statement, params=None)
+
+    return forward
+
+
+def uninstall(*rules: Immutable) -> Callable:
+    def backward(apps, schema_editor) -> None:
+        vendor = schema_editor.connection.vendor
+        for rule in rules:
+            for statement in rule.drop_sql(vendor):
+                schema_editor.execute(statement, params=None)
+
+    return backward

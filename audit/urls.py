@@ -1,0 +1,24 @@
+from django.urls import path
+
+from audit import api, views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("studies/<slug:slug>/", views.study_detail, name="study-detail"),
+    path("studies/<slug:slug>/imports/", views.study_import, name="study-import"),
+    path(
+        "studies/<slug:slug>/imports/<int:batch_id>/",
+        views.import_detail,
+        name="import-detail",
+    ),
+]
+
+api_urlpatterns = [
+    path("studies/", api.StudyListApi.as_view(), name="api-studies"),
+    path("studies/<slug:slug>/imports/", api.StudyImportApi.as_view(), name="api-study-import"),
+    path(
+        "studies/<slug:slug>/imports/<int:batch_id>/",
+        api.StudyImportDetailApi.as_view(),
+        name="api-study-import-detail",
+    ),
+]

@@ -1,0 +1,61 @@
+"""`make demo`'s data: both studies, the users, idempotent loading, pages served."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+
+from audit.models import Study, Tuple
+
+pytestmark = pytest.mark.django_db
+
+
+def load() -> None:
+    call_command("load_demo", "--allow-without-debug", stdout=None)
+
+
+def test_demo_loads_both_studies_and_every_user(capsys):
+    load()
+    out = capsys.readouterr().out
+
+    studies = {s.slug: s for s in Study.objects.select_related("codebook")}
+    assert studies["demo-source-risk"].codebook.name == "source-risk"
+    assert studies["demo-answer-claims"].codebook.name == "answer-claims"
+    assert studies["demo-source-risk"].tuples.count() >= 30
+    users = set(get_user_model().objects.values_list("username", flat=True))
+    assert {"annotator1", "annotator2", "adjudicator", "researcher", "admin"} <= users
+    for username in ("annotator1", "annotator2", "adjudicator", "researcher", "admin"):
+        assert username in out
+    assert "annotator1-demo" in out
+
+
+def test_loading_the_demo_twice_changes_nothing():
+    load()
+    before = (Tuple.objects.count(), get_user_model().objects.count())
+    load()
+    assert (Tuple.objects.count(), get_user_model().objects.count()) == before
+
+
+def test_demo_refuses_to_run_without_debug():
+    with pytest.raises(CommandError, match="DEBUG"):
+        call_command("load_demo")
+
+
+def test_the_login_page_and_both_studies_are_served(client):
+    load()
+    assert client.get(reverse("login")).status_code == 200
+    assert client.login(username="researcher", password="researcher-demo")
+    home = client.get(reverse("home")).content.decode()
+    assert "demo-source-risk" in home
+    assert "demo-answer-claims" in home
+    for slug in ("demo-source-risk", "demo-answer-claims"):
+        assert client.get(reverse("study-detail", args=[slug])).status_code == 200
+
+
+def test_anonymous_visitors_are_sent_to_login(client):
+    response = client.get(reverse("home"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))

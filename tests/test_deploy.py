@@ -1,0 +1,43 @@
+"""The production settings path: `check --deploy` is clean, and a weak key is refused."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_passes_at_warning_level():
+    result = manage(
+        "check", "--deploy", "--fail-level", "WARNING", SECRET_KEY=secrets.token_urlsafe(64)
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_production_refuses_a_missing_secret_key():
+    result = manage("check")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_production_refuses_the_development_key():
+    result = manage("check", SECRET_KEY="django-insecure-claimgate-development-only")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
