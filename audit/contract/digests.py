@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from audit.contract.canonical import canonical_digest, sha256_hex
+from audit.contract.canonical import (
+    canonical_digest,
+    canonical_text_unchecked,
+    encode_string,
+    sha256_hex,
+)
 
 #: Fields of a query that make up its identity inside a tuple digest.
 QUERY_IDENTITY_FIELDS = ("id", "question_version", "text")
@@ -55,6 +60,36 @@ def answer_identity(answer: Mapping[str, Any]) -> dict[str, Any]:
     Unlike a tuple, an answer unit binds the observation's metadata too: two failed
     attempts at the same query (same empty text, different times) are two attempts."""
     return {key: value for key, value in answer.items() if key != "text"}
+
+
+def tuple_digest_unchecked(
+    *,
+    query: Mapping[str, Any],
+    source_digest: str,
+    answer_digest: str,
+    pipeline: Mapping[str, Any],
+) -> str:
+    """:func:`tuple_digest` for already validated values, assembled from pieces.
+
+    Same bytes as :func:`tuple_digest` (the tests hold the two equal), but without building
+    the intermediate objects or walking their keys: the checker computes one per record.
+    Requires string ``id``, ``question_version`` and ``text`` and a pipeline whose
+    ``config`` has string keys only.
+    """
+    identity = canonical_text_unchecked(
+        {key: pipeline[key] for key in PIPELINE_IDENTITY_FIELDS}
+    )
+    # Keys in sorted order: answer_digest, pipeline, query (id, question_version, text),
+    # source_digest.
+    text = (
+        '{"answer_digest":' + encode_string(answer_digest)
+        + ',"pipeline":' + identity
+        + ',"query":{"id":' + encode_string(query["id"])
+        + ',"question_version":' + encode_string(query["question_version"])
+        + ',"text":' + encode_string(query["text"])
+        + '},"source_digest":' + encode_string(source_digest) + "}"
+    )
+    return sha256_hex(text.encode("utf-8"))
 
 
 def unit_digest(

@@ -1,0 +1,261 @@
+"""Codebooks: the versioned definitions a record is checked against (docs/formats.md).
+
+A codebook file is validated once, when it is loaded; records then only look it up by
+``(name, version)`` in a ``Mapping[tuple[str, str], Codebook]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from audit.contract import codes
+from audit.contract.canonical import CanonicalError, canonical_digest
+from audit.contract.errors import ContractError, show, type_name
+
+UNITS = ("tuple", "answer")
+ANSWERABILITY_POLICIES = (None, "abstain_when_unresolved")
+#: The endpoint is defined over exactly these predicates (DESIGN.md).
+PREDICATE_KEYS = ("I", "A", "M", "D")
+#: Query susceptibility: every evidence-vector codebook declares it.
+QUERY_SUSCEPTIBILITY = "d_Q"
+WEIGHT_TOLERANCE = 1e-9
+
+_COMMON_REQUIRED = ("claimgate", "format_version", "name", "version", "unit")
+_COMMON_OPTIONAL = ("title", "description", "answerability_policy", "allow_assisted")
+_TUPLE_FIELDS = ("predicates", "passage_support", "source_roles", "evidence_dimensions")
+_ANSWER_FIELDS = ("verdicts", "claim_kinds")
+
+
+@dataclass(frozen=True)
+class Codebook:
+    """A validated codebook. ``digest`` is the canonical digest of the file's JSON value."""
+
+    name: str
+    version: str
+    unit: str
+    #: Predicate keys in codebook order (``I``, ``A``, ``M``, ``D``); empty for answers.
+    predicates: tuple[str, ...]
+    #: Evidence dimension key -> weight, in codebook order; empty for answers.
+    weights: Mapping[str, float] = field(hash=False)
+    answerability_policy: str | None
+    allow_assisted: bool
+    #: Answer-level verdict keys (``answer-claims``); empty for tuples.
+    verdicts: tuple[str, ...]
+    #: Claim kinds (``verifiable``, ``not_truth_apt``); empty for tuples.
+    claim_kinds: tuple[str, ...]
+    #: Source role keys; empty when the codebook declares none.
+    source_roles: tuple[str, ...]
+    digest: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.version)
+
+
+def _fail(code: str, message: str) -> ContractError:
+    return ContractError(code, message)
+
+
+def _string(d: Mapping[str, Any], key: str, path: str) -> str:
+    value = d[key]
+    if not isinstance(value, str) or not value:
+        raise _fail(
+            codes.INVALID_FIELD, f"{path} must be a non-empty string, not {type_name(value)}"
+        )
+    return value
+
+
+def _keyed_entries(value: Any, path: str) -> list[tuple[str, Any]]:
+    """Entries of a codebook list such as ``predicates``: ``[{"key": ...}, ...]``.
+
+    A mapping ``{key: {...}}`` and, for ``claim_kinds``, a list of bare strings are read
+    too: they carry the same information and the format leaves their shape open.
+    """
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = []
+        for index, entry in enumerate(value):
+            if isinstance(entry, str):
+                items.append((entry, {}))
+            elif isinstance(entry, Mapping) and "key" in entry:
+                items.append((entry["key"], entry))
+            else:
+                raise _fail(
+                    codes.INVALID_FIELD,
+                    f"{path}[{index}] must be an object with a 'key', not {show(entry)}",
+                )
+    else:
+        raise _fail(codes.INVALID_FIELD, f"{path} must be a list, not {type_name(value)}")
+    seen: set[str] = set()
+    for key, _entry in items:
+        if not isinstance(key, str) or not key:
+            raise _fail(codes.INVALID_FIELD, f"{path} has a key that is not a string: {show(key)}")
+        if key in seen:
+            raise _fail(codes.INVALID_FIELD, f"{path} declares {key!r} twice")
+        seen.add(key)
+    return items
+
+
+def _weights(value: Any, unit_name: str) -> dict[str, float]:
+    path = "evidence_dimensions"
+    weights: dict[str, float] = {}
+    for key, entry in _keyed_entries(value, path):
+        if not isinstance(entry, Mapping) or "weight" not in entry:
+            raise _fail(codes.MISSING_FIELD, f"{path}.{key}.weight is missing")
+        weight = entry["weight"]
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise _fail(
+                codes.INVALID_FIELD,
+                f"{path}.{key}.weight must be a number, not {type_name(weight)}",
+            )
+        if not math.isfinite(weight) or weight < 0:
+            raise _fail(
+                codes.WEIGHTS_UNNORMALIZED,
+                f"{path}.{key}.weight is {show(weight)}; weights must be non-negative",
+            )
+        weights[key] = float(weight)
+    if not weights:
+        raise _fail(codes.DIMENSIONS_MISMATCH, f"{path} declares no dimension")
+    total = math.fsum(weights.values())
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        raise _fail(
+            codes.WEIGHTS_UNNORMALIZED,
+            f"{path} weights sum to {total!r}, not 1 (tolerance {WEIGHT_TOLERANCE})",
+        )
+    if QUERY_SUSCEPTIBILITY not in weights:
+        raise _fail(
+            codes.DIMENSIONS_MISMATCH,
+            f"{path} lacks {QUERY_SUSCEPTIBILITY} (query susceptibility), which every "
+            f"{unit_name} codebook declares",
+        )
+    return weights
+
+
+def codebook_from_dict(d: Any) -> Codebook:
+    """Validate a codebook file's JSON value and return it as a :class:`Codebook`.
+
+    Raises :class:`ContractError` naming the first problem. Unknown top-level fields are
+    refused (a misspelt ``answerability_policy`` must not silently fall back to the default);
+    the prose inside entries (labels, definitions) is not checked.
+    """
+    if not isinstance(d, Mapping):
+        raise _fail(codes.NOT_AN_OBJECT, f"a codebook must be a JSON object, not {type_name(d)}")
+    for key in _COMMON_REQUIRED:
+        if key not in d:
+            raise _fail(codes.MISSING_FIELD, f"codebook field {key} is missing")
+    if d["claimgate"] != "codebook" or d["format_version"] != 1 or d["format_version"] is True:
+        raise _fail(
+            codes.UNKNOWN_FORMAT,
+            f"not a codebook of format version 1 (claimgate={show(d['claimgate'])}, "
+            f"format_version={show(d['format_version'])})",
+        )
+    name = _string(d, "name", "name")
+    version = _string(d, "version", "version")
+    unit = d["unit"]
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise _fail(codes.INVALID_FIELD, f"unit must be 'tuple' or 'answer', not {show(unit)}")
+    specific = _TUPLE_FIELDS if unit == "tuple" else _ANSWER_FIELDS
+    allowed = set(_COMMON_REQUIRED) | set(_COMMON_OPTIONAL) | set(specific)
+    if unit == "answer":
+        allowed.add("source_roles")  # optional for answers: claims name no role
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise _fail(
+            codes.UNKNOWN_FIELD,
+            f"codebook field {unknown[0]} is not part of a {unit} codebook",
+        )
+    for key in specific:
+        if key not in d:
+            raise _fail(codes.MISSING_FIELD, f"codebook field {key} is missing")
+    policy = d.get("answerability_policy")
+    if not (policy is None or isinstance(policy, str)) or policy not in ANSWERABILITY_POLICIES:
+        raise _fail(
+            codes.INVALID_FIELD,
+            f"answerability_policy must be null or 'abstain_when_unresolved', not {show(policy)}",
+        )
+    allow_assisted = d.get("allow_assisted", True)
+    if not isinstance(allow_assisted, bool):
+        raise _fail(
+            codes.INVALID_FIELD,
+            f"allow_assisted must be true or false, not {type_name(allow_assisted)}",
+        )
+
+    predicates: tuple[str, ...] = ()
+    weights: dict[str, float] = {}
+    verdicts: tuple[str, ...] = ()
+    claim_kinds: tuple[str, ...] = ()
+    if unit == "tuple":
+        predicates = tuple(key for key, _ in _keyed_entries(d["predicates"], "predicates"))
+        if sorted(predicates) != sorted(PREDICATE_KEYS):
+            raise _fail(
+                codes.INVALID_FIELD,
+                f"predicates must be exactly I, A, M, D, not {', '.join(predicates) or 'none'}",
+            )
+        if not isinstance(d["passage_support"], Mapping):
+            raise _fail(codes.INVALID_FIELD, "passage_support must be an object")
+        weights = _weights(d["evidence_dimensions"], unit)
+    else:
+        verdicts = tuple(key for key, _ in _keyed_entries(d["verdicts"], "verdicts"))
+        if "supported" not in verdicts:
+            raise _fail(codes.INVALID_FIELD, "verdicts must include 'supported'")
+        claim_kinds = tuple(key for key, _ in _keyed_entries(d["claim_kinds"], "claim_kinds"))
+        if "verifiable" not in claim_kinds:
+            raise _fail(codes.INVALID_FIELD, "claim_kinds must include 'verifiable'")
+    source_roles: tuple[str, ...] = ()
+    if "source_roles" in d:
+        source_roles = tuple(key for key, _ in _keyed_entries(d["source_roles"], "source_roles"))
+    try:
+        digest = canonical_digest(d)
+    except CanonicalError as exc:
+        raise _fail(
+            codes.INVALID_FIELD, f"codebook cannot be serialized canonically: {exc}"
+        ) from None
+    return Codebook(
+        name=name,
+        version=version,
+        unit=unit,
+        predicates=predicates,
+        weights=MappingProxyType(weights),
+        answerability_policy=policy,
+        allow_assisted=allow_assisted,
+        verdicts=verdicts,
+        claim_kinds=claim_kinds,
+        source_roles=source_roles,
+        digest=digest,
+    )
+
+
+def load_codebook(path: str | Path) -> Codebook:
+    """Read and validate one codebook file (UTF-8 JSON)."""
+    raw = Path(path).read_bytes()
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError as exc:
+        raise _fail(codes.INVALID_UTF8, f"{Path(path).name} is not UTF-8: {exc.reason}") from exc
+    except ValueError as exc:
+        raise _fail(codes.MALFORMED_JSON, f"{Path(path).name} is not JSON: {exc}") from exc
+    return codebook_from_dict(value)
+
+
+def load_codebooks(directory: str | Path) -> dict[tuple[str, str], Codebook]:
+    """Every ``*.json`` codebook of ``directory`` (none if it does not exist), by key."""
+    found: dict[tuple[str, str], Codebook] = {}
+    folder = Path(directory)
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("*.json")):
+        codebook = load_codebook(path)
+        found[codebook.key] = codebook
+    return found
+
+
+def _refuse_constant(name: str) -> Any:
+    # json accepts NaN and Infinity by default; the canonical form has no such values.
+    raise ValueError(f"{name} is not a JSON number")

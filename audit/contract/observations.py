@@ -1,0 +1,331 @@
+"""The observation-file parser behind the import (docs/formats.md, "Observation file").
+
+Import is atomic per file, so the parser does not stop at the first bad line: it checks
+every line and reports each bad one with its 1-based line number, a reason code and a
+sentence. Each line is decoded on its own, so invalid UTF-8 is reported on the line that
+holds it rather than failing the whole file.
+
+Blank lines: the file may end with a single newline (the last line's terminator). Any
+other empty or whitespace-only line is an error (``malformed_json``), because a blank line
+in the middle of a file usually means a line was lost. A file with no observation at all
+(no bytes, only blank lines, or a header and nothing else) is one ``empty_file`` error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.contract import codes
+from audit.contract.canonical import CanonicalError
+from audit.contract.codebook import Codebook
+from audit.contract.digests import tuple_digest
+from audit.contract.errors import ContractError, show, type_name
+from audit.contract.structure import (
+    check_answer,
+    check_pipeline,
+    check_query,
+    check_source,
+    fields,
+    invalid,
+    snapshot_matches,
+    string,
+)
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+MAX_LINES = 1_000_000
+
+_OBSERVATION = ("query", "pipeline", "answer", "sources")
+_OBSERVATION_SET = frozenset(_OBSERVATION)
+_HEADER = ("claimgate", "format_version", "codebook")
+_HEADER_SET = frozenset(_HEADER)
+_CODEBOOK_REF = ("name", "version")
+_CODEBOOK_REF_SET = frozenset(_CODEBOOK_REF)
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    line: int
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationHeader:
+    codebook_name: str
+    codebook_version: str
+
+    @property
+    def codebook_key(self) -> tuple[str, str]:
+        return (self.codebook_name, self.codebook_version)
+
+
+@dataclass(slots=True)
+class ObservationFile:
+    """The parsed file. ``observations`` holds the good lines only, in file order (with
+    ``lines`` giving each one's line number); the import must refuse the file unless
+    ``errors`` is empty."""
+
+    header: ObservationHeader | None = None
+    codebook: Codebook | None = None
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def tuple_count(self) -> int:
+        return sum(len(observation["sources"]) for observation in self.observations)
+
+
+def iter_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` for each line, without its ``\\n``. A final newline ends
+    the last line and does not start another."""
+    number = 0
+    start = 0
+    size = len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        yield number, data[start:end]
+        start = end + 1
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def decode_line(raw: bytes, *, max_line_bytes: int = MAX_LINE_BYTES) -> Any:
+    """Size limit, UTF-8 and JSON for one line; raises :class:`ContractError`."""
+    if len(raw) > max_line_bytes:
+        raise ContractError(
+            codes.LINE_TOO_LONG,
+            f"the line holds {len(raw):,} bytes; the limit is {max_line_bytes:,} bytes",
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractError(
+            codes.INVALID_UTF8,
+            f"the line is not UTF-8: byte {exc.start + 1} ({raw[exc.start:exc.start + 1]!r}) "
+            f"is {exc.reason}",
+        ) from None
+    if not text.strip():
+        raise ContractError(
+            codes.MALFORMED_JSON,
+            "the line is blank; only the file's last line may end with a newline",
+        )
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as exc:
+        raise ContractError(codes.MALFORMED_JSON, f"the line is not JSON: {exc}") from None
+
+
+def _header(value: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> tuple[
+    ObservationHeader, Codebook
+]:
+    if type(value) is not dict:
+        raise ContractError(
+            codes.MISSING_HEADER,
+            f"line 1 must be the header object, not {type_name(value)}",
+        )
+    if "claimgate" not in value:
+        raise ContractError(
+            codes.MISSING_HEADER,
+            'line 1 is not a header: it lacks "claimgate": "observations" (the first line '
+            "names the format and the codebook; observations follow from line 2)",
+        )
+    version = value.get("format_version")
+    if value["claimgate"] != "observations" or type(version) is not int or version != 1:
+        raise ContractError(
+            codes.UNKNOWN_FORMAT,
+            f"the header names claimgate={show(value['claimgate'])}, "
+            f"format_version={show(version)}; expected observations, 1",
+        )
+    fields(value, "header", _HEADER, exact=_HEADER_SET)
+    reference = value["codebook"]
+    fields(reference, "header.codebook", _CODEBOOK_REF, exact=_CODEBOOK_REF_SET)
+    string(reference, "name", "header.codebook")
+    string(reference, "version", "header.codebook")
+    header = ObservationHeader(reference["name"], reference["version"])
+    codebook = codebooks.get(header.codebook_key)
+    if codebook is None:
+        raise ContractError(
+            codes.UNKNOWN_CODEBOOK,
+            f"codebook {header.codebook_name} {header.codebook_version} is not known",
+        )
+    return header, codebook
+
+
+def check_observation(value: Any) -> list[str]:
+    """Structure and digests of one observation; returns its tuple digests in source order.
+
+    Raises :class:`ContractError` for the first problem. The same validators check the
+    query, pipeline, answer and source objects of records.
+    """
+    if type(value) is not dict:
+        raise ContractError(
+            codes.NOT_AN_OBJECT, f"an observation must be a JSON object, not {type_name(value)}"
+        )
+    answer = value.get("answer")
+    failed = type(answer) is dict and answer.get("status") == "failed"
+    if failed and "sources" not in value:
+        # A failed answer has no sources; writing "sources": [] is optional.
+        fields(value, "", ("query", "pipeline", "answer"), _OBSERVATION_SET)
+    else:
+        fields(value, "", _OBSERVATION, exact=_OBSERVATION_SET)
+    query = value["query"]
+    pipeline = value["pipeline"]
+    check_query(query)
+    check_pipeline(pipeline)
+    check_answer(answer)
+    sources = value.get("sources", [])
+    if type(sources) is not list:
+        raise invalid("sources", "a list", sources)
+    if failed and sources:
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"sources has {len(sources)} entries, but the answer failed and has none",
+        )
+    for index, source in enumerate(sources):
+        check_source(source, f"sources[{index}]", observed=True)
+    snapshot_matches(answer, "answer", codes.ANSWER_DIGEST_MISMATCH)
+    digests = []
+    for index, source in enumerate(sources):
+        path = f"sources[{index}]"
+        snapshot_matches(source, path, codes.SOURCE_DIGEST_MISMATCH)
+        try:
+            expected = tuple_digest(
+                query=query,
+                source_digest=source["digest"],
+                answer_digest=answer["digest"],
+                pipeline=pipeline,
+            )
+        except CanonicalError as exc:
+            raise ContractError(
+                codes.INVALID_FIELD, f"the observation cannot be serialized canonically: {exc}"
+            ) from None
+        if source["tuple_digest"] != expected:
+            raise ContractError(
+                codes.TUPLE_DIGEST_MISMATCH,
+                f"{path}.tuple_digest {show(source['tuple_digest'], 20)} is not the digest of "
+                f"this query, source, answer and pipeline ({expected[:12]}...)",
+            )
+        digests.append(expected)
+    return digests
+
+
+def parse_observation_file(
+    data: bytes,
+    codebooks: Mapping[tuple[str, str], Codebook],
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_lines: int = MAX_LINES,
+) -> ObservationFile:
+    """Parse and check a whole observation file; see the module docstring for the rules.
+
+    ``max_lines`` bounds the observations (the header is not counted); past it, one
+    ``too_many_lines`` error is reported and the rest of the file is not read.
+    """
+    result = ObservationFile()
+    first_line_of: dict[str, tuple[int, int]] = {}
+    lines = list(iter_lines(data))
+    if not any(raw.strip() for _number, raw in lines):
+        detail = "has no bytes" if not data else "holds only blank lines"
+        result.errors.append(LineError(1, codes.EMPTY_FILE, f"the file {detail}; {_SHAPE}"))
+        return result
+    if not any(raw.strip() for _number, raw in lines[1:]):
+        # Check the header too, so a file holding one observation and no header says both.
+        _read_header(lines[0][1], codebooks, result, max_line_bytes)
+        result.errors.append(LineError(
+            2, codes.EMPTY_FILE, f"the file holds no observation after line 1; {_SHAPE}"
+        ))
+        return result
+    for number, raw in lines:
+        if number == 1:
+            _read_header(raw, codebooks, result, max_line_bytes)
+            continue
+        if number - 1 > max_lines:
+            result.errors.append(LineError(
+                number,
+                codes.TOO_MANY_LINES,
+                f"the file holds more than {max_lines:,} observations (the limit); "
+                f"lines from {number} on were not read",
+            ))
+            break
+        try:
+            value = decode_line(raw, max_line_bytes=max_line_bytes)
+            digests = check_observation(value)
+        except ContractError as exc:
+            result.errors.append(LineError(number, exc.code, exc.message))
+            continue
+        duplicate = None
+        for index, digest in enumerate(digests):
+            seen = first_line_of.get(digest)
+            if seen is not None:
+                duplicate = (index, digest, seen)
+                break
+            first_line_of[digest] = (number, index)
+        if duplicate is not None:
+            index, digest, (line, other) = duplicate
+            where = "this line" if line == number else f"line {line}"
+            result.errors.append(LineError(
+                number,
+                codes.DUPLICATE_TUPLE,
+                f"sources[{index}] repeats the tuple {digest[:12]}... of {where} "
+                f"(sources[{other}]); each tuple may appear once per file",
+            ))
+            continue
+        result.observations.append(value)
+        result.lines.append(number)
+    return result
+
+
+_SHAPE = "an observation file is a header line followed by at least one observation line"
+
+
+def _read_header(
+    raw: bytes,
+    codebooks: Mapping[tuple[str, str], Codebook],
+    result: ObservationFile,
+    max_line_bytes: int,
+) -> None:
+    try:
+        if not raw.strip():
+            raise ContractError(
+                codes.MISSING_HEADER,
+                "line 1 is blank; it must be the header naming the format and the codebook",
+            )
+        result.header, result.codebook = _header(
+            decode_line(raw, max_line_bytes=max_line_bytes), codebooks
+        )
+    except ContractError as exc:
+        result.errors.append(LineError(1, exc.code, exc.message))
+
+
+def observation_tuples(observation: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The tuples of a checked observation, one per source, in source order.
+
+    Each is ``{query, pipeline, answer, source, tuple_digest, sampling}`` where ``source``
+    is the source snapshot without its ``tuple_digest`` and ``sampling`` (a record keeps
+    both at its top level), i.e. the tuple part of a record (docs/formats.md, "Record").
+    """
+    for source in observation.get("sources", ()):
+        snapshot = {
+            key: value for key, value in source.items() if key not in ("tuple_digest", "sampling")
+        }
+        yield {
+            "query": observation["query"],
+            "pipeline": observation["pipeline"],
+            "answer": observation["answer"],
+            "source": snapshot,
+            "tuple_digest": source["tuple_digest"],
+            "sampling": source.get("sampling"),
+        }

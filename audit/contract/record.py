@@ -1,0 +1,730 @@
+"""The record checker: validate one record and audit it (DESIGN.md, "Contract validation").
+
+Fixed order, first failure decides the reason:
+
+1. envelope (``claimgate``, ``format_version``, ``codebook``), codebook known, every other
+   required field present and well-typed; snapshot digests (answer, then source(s)), the
+   tuple digest (the unit digest for ``answer-claims``), the record digest;
+2. predicate types and evidence spans (``source-risk``), or claims, their spans, verdict
+   types and the ``supported`` summary (``answer-claims``);
+3. evidence dimensions, values and weights against the codebook;
+4. resolve R_O (and the short-circuit sensitivity); 5. priority; 6. the stage reached.
+
+The codebook is resolved right after the envelope because it decides the record's shape
+(a tuple or an answer unit). A malformed record is refused with a reason code and a
+sentence, never turned into a label; a well-formed record with U (``null``) judgments is
+accepted and yields ``endpoint=None``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from hashlib import sha256
+from typing import Any
+
+from audit.contract import codes
+from audit.contract.canonical import CanonicalError, canonical_json_unchecked
+from audit.contract.codebook import Codebook
+from audit.contract.digests import tuple_digest_unchecked, unit_digest
+from audit.contract.endpoint import (
+    policy_action,
+    resolve_complete_case,
+    resolve_short_circuit,
+    summarize_supported,
+)
+from audit.contract.errors import ContractError, show, type_name
+from audit.contract.structure import (
+    check_answer,
+    check_pipeline,
+    check_query,
+    check_sampling,
+    check_source,
+    fields,
+    invalid,
+    snapshot_matches,
+    string,
+)
+
+STAGE_STRUCTURAL = "structural"
+ANNOTATION_KINDS = frozenset({"independent", "consensus", "adjudicated"})
+PREDICATE_KEYS = ("I", "A", "M", "D")
+PASSAGE_SUPPORT = "passage_support"
+#: Judgments that may carry spans, in the order their spans are checked.
+JUDGMENTS = (*PREDICATE_KEYS, PASSAGE_SUPPORT)
+_JUDGMENT_SET = frozenset(JUDGMENTS)
+_PREDICATE_SET = frozenset(PREDICATE_KEYS)
+WEIGHT_TOLERANCE = 1e-9
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+_ENVELOPE = ("claimgate", "format_version", "codebook")
+_CODEBOOK_REF = ("name", "version")
+_CODEBOOK_REF_SET = frozenset(_CODEBOOK_REF)
+_TUPLE_TOP = ("claimgate", "format_version", "codebook", "query", "pipeline", "answer",
+              "source", "tuple_digest", "annotation", "parents", "record_digest")
+_ANSWER_TOP = ("claimgate", "format_version", "codebook", "query", "pipeline", "answer",
+               "sources", "unit_digest", "annotation", "parents", "record_digest")
+_TOP_OPTIONAL = frozenset({"sampling"})
+_TUPLE_TOP_SET = frozenset(_TUPLE_TOP) | _TOP_OPTIONAL
+_ANSWER_TOP_SET = frozenset(_ANSWER_TOP) | _TOP_OPTIONAL
+
+_TUPLE_ANNOTATION = ("kind", "annotator", "predicates", "source_role", "spans", "evidence")
+_TUPLE_ANNOTATION_OPTIONAL = frozenset({"passage_support", "rationale", "assisted"})
+_TUPLE_ANNOTATION_SET = frozenset(_TUPLE_ANNOTATION) | _TUPLE_ANNOTATION_OPTIONAL
+_ANSWER_ANNOTATION = ("kind", "annotator", "claims", "verdicts")
+_ANSWER_ANNOTATION_OPTIONAL = frozenset({"rationale", "assisted"})
+_ANSWER_ANNOTATION_SET = frozenset(_ANSWER_ANNOTATION) | _ANSWER_ANNOTATION_OPTIONAL
+_ASSISTED = ("model",)
+_ASSISTED_SET = frozenset(_ASSISTED)
+_CLAIM = ("id", "span", "source_digest", "quote_span", "supported", "accurate", "kind",
+          "reason")
+_CLAIM_SET = frozenset(_CLAIM)
+_VERDICT = ("value", "reason")
+_VERDICT_SET = frozenset(_VERDICT)
+_SPAN = ("snapshot", "start", "end", "quote")
+_SPAN_SET = frozenset(_SPAN)
+_DIMENSION = ("value", "weight")
+_DIMENSION_SET = frozenset(_DIMENSION)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """What the checker says about one record.
+
+    On success ``stage`` is ``"structural"``; ``endpoint``/``short_circuit`` are ``0``, ``1``
+    or ``None`` (U) and ``action`` is the proposed policy action. For an ``answer-claims``
+    unit these four and ``priority`` are ``None`` (R_O is defined on tuples) and
+    ``supported`` holds the claims' summary. On failure ``reason``/``message`` say why;
+    ``record_digest`` (and the tuple or unit digest) are set whenever stage 1 passed, so a
+    refused record can still be named.
+    """
+
+    ok: bool
+    reason: str | None = None
+    message: str | None = None
+    endpoint: int | None = None
+    short_circuit: int | None = None
+    priority: float | None = None
+    action: str | None = None
+    record_digest: str | None = None
+    stage: str | None = None
+    unit: str | None = None
+    tuple_digest: str | None = None
+    unit_digest: str | None = None
+    supported: bool | None = None
+    codebook: tuple[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class _Identity:
+    """What stage 1 established, kept for a result even when a later stage fails."""
+
+    codebook: Codebook
+    record_digest: str
+    tuple_digest: str | None = None
+    unit_digest: str | None = None
+
+
+def check_record(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> CheckResult:
+    """Validate and audit one record (a parsed JSON value) against known codebooks."""
+    try:
+        identity = _stage_identity(obj, codebooks)
+    except ContractError as exc:
+        return CheckResult(ok=False, reason=exc.code, message=exc.message)
+    codebook = identity.codebook
+    try:
+        if codebook.unit == "tuple":
+            return _audit_tuple(obj, codebook, identity)
+        return _audit_answer(obj, codebook, identity)
+    except ContractError as exc:
+        return CheckResult(
+            ok=False,
+            reason=exc.code,
+            message=exc.message,
+            record_digest=identity.record_digest,
+            unit=codebook.unit,
+            tuple_digest=identity.tuple_digest,
+            unit_digest=identity.unit_digest,
+            codebook=codebook.key,
+        )
+
+
+# --- stage 1 ---------------------------------------------------------------------------
+
+
+def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> _Identity:
+    if type(obj) is not dict:
+        raise ContractError(
+            codes.NOT_AN_OBJECT, f"a record must be a JSON object, not {type_name(obj)}"
+        )
+    for key in _ENVELOPE:
+        if key not in obj:
+            raise ContractError(codes.MISSING_FIELD, f"{key} is missing")
+    version = obj["format_version"]
+    if obj["claimgate"] != "record" or type(version) is not int or version != 1:
+        raise ContractError(
+            codes.UNKNOWN_FORMAT,
+            f"not a record of format version 1 (claimgate={show(obj['claimgate'])}, "
+            f"format_version={show(version)})",
+        )
+    reference = obj["codebook"]
+    fields(reference, "codebook", _CODEBOOK_REF, exact=_CODEBOOK_REF_SET)
+    string(reference, "name", "codebook")
+    string(reference, "version", "codebook")
+    codebook = codebooks.get((reference["name"], reference["version"]))
+    if codebook is None:
+        raise ContractError(
+            codes.UNKNOWN_CODEBOOK,
+            f"codebook {reference['name']} {reference['version']} is not known to the checker",
+        )
+
+    is_tuple = codebook.unit == "tuple"
+    if is_tuple:
+        fields(obj, "", _TUPLE_TOP, _TOP_OPTIONAL, exact=_TUPLE_TOP_SET)
+    else:
+        fields(obj, "", _ANSWER_TOP, _TOP_OPTIONAL, exact=_ANSWER_TOP_SET)
+    query = obj["query"]
+    pipeline = obj["pipeline"]
+    answer = obj["answer"]
+    check_query(query)
+    check_pipeline(pipeline)
+    check_answer(answer)
+    failed = answer["status"] == "failed"
+    if is_tuple:
+        if failed:
+            raise ContractError(
+                codes.INVALID_FIELD,
+                "answer.status is 'failed': a failed answer has no sources, so it forms no tuple",
+            )
+        check_source(obj["source"], "source")
+        if type(obj["tuple_digest"]) is not str:
+            raise invalid("tuple_digest", "a SHA-256 hex string", obj["tuple_digest"])
+    else:
+        sources = obj["sources"]
+        if type(sources) is not list:
+            raise invalid("sources", "a list", sources)
+        if failed and sources:
+            raise ContractError(
+                codes.INVALID_FIELD, "sources must be empty: the answer failed and has none"
+            )
+        for index, source in enumerate(sources):
+            check_source(source, f"sources[{index}]")
+        if type(obj["unit_digest"]) is not str:
+            raise invalid("unit_digest", "a SHA-256 hex string", obj["unit_digest"])
+    check_sampling(obj.get("sampling"), "sampling")
+    annotation = obj["annotation"]
+    if is_tuple:
+        _tuple_annotation_fields(annotation, codebook)
+    else:
+        _answer_annotation_fields(annotation, codebook, failed)
+    _parents(obj["parents"], annotation["kind"])
+    if type(obj["record_digest"]) is not str:
+        raise invalid("record_digest", "a SHA-256 hex string", obj["record_digest"])
+
+    # Digests, in the fixed order: snapshots, identity, record.
+    snapshot_matches(answer, "answer", codes.ANSWER_DIGEST_MISMATCH)
+    identity = _Identity(codebook=codebook, record_digest="")
+    if is_tuple:
+        source = obj["source"]
+        snapshot_matches(source, "source", codes.SOURCE_DIGEST_MISMATCH)
+        expected = _digest_or_invalid(
+            lambda: tuple_digest_unchecked(
+                query=query,
+                source_digest=source["digest"],
+                answer_digest=answer["digest"],
+                pipeline=pipeline,
+            )
+        )
+        if obj["tuple_digest"] != expected:
+            raise ContractError(
+                codes.TUPLE_DIGEST_MISMATCH,
+                f"tuple_digest {show(obj['tuple_digest'], 20)} is not the digest of this "
+                f"query, source, answer and pipeline ({expected[:12]}...)",
+            )
+        identity.tuple_digest = expected
+    else:
+        for index, source in enumerate(obj["sources"]):
+            snapshot_matches(source, f"sources[{index}]", codes.SOURCE_DIGEST_MISMATCH)
+        expected = _digest_or_invalid(
+            lambda: unit_digest(
+                query=query,
+                answer_digest=answer["digest"],
+                source_digests=[source["digest"] for source in obj["sources"]],
+                pipeline=pipeline,
+            )
+        )
+        if obj["unit_digest"] != expected:
+            raise ContractError(
+                codes.UNIT_DIGEST_MISMATCH,
+                f"unit_digest {show(obj['unit_digest'], 20)} is not the digest of this "
+                f"query, answer, its sources in order and pipeline ({expected[:12]}...)",
+            )
+        identity.unit_digest = expected
+    body = dict(obj)
+    del body["record_digest"]
+    # Every object key was checked above or is checked against a fixed set later (a
+    # non-string key can only fail those checks), so the key walk can be skipped here.
+    expected = _digest_or_invalid(lambda: sha256(canonical_json_unchecked(body)).hexdigest())
+    if obj["record_digest"] != expected:
+        raise ContractError(
+            codes.RECORD_DIGEST_MISMATCH,
+            f"record_digest {show(obj['record_digest'], 20)} is not the digest of this record "
+            f"({expected[:12]}...): a field was changed after the record was sealed",
+        )
+    identity.record_digest = expected
+    return identity
+
+
+def _digest_or_invalid(compute: Any) -> str:
+    try:
+        return compute()
+    except CanonicalError as exc:
+        raise ContractError(
+            codes.INVALID_FIELD, f"the record cannot be serialized canonically: {exc}"
+        ) from None
+    except TypeError as exc:  # mixed key types cannot be sorted
+        raise ContractError(
+            codes.INVALID_FIELD, f"the record cannot be serialized canonically: {exc}"
+        ) from None
+
+
+def _annotation_common(annotation: dict[str, Any], codebook: Codebook) -> None:
+    kind = annotation["kind"]
+    if type(kind) is not str or kind not in ANNOTATION_KINDS:
+        raise invalid("annotation.kind", "one of independent, consensus, adjudicated", kind)
+    string(annotation, "annotator", "annotation")
+    rationale = annotation.get("rationale")
+    if rationale is not None and type(rationale) is not str:
+        raise invalid("annotation.rationale", "a string or null", rationale)
+    assisted = annotation.get("assisted")
+    if assisted is not None:
+        fields(assisted, "annotation.assisted", _ASSISTED, exact=_ASSISTED_SET)
+        string(assisted, "model", "annotation.assisted")
+        if not codebook.allow_assisted:
+            raise ContractError(
+                codes.INVALID_FIELD,
+                f"annotation.assisted is set, but codebook {codebook.name} {codebook.version} "
+                f"forbids assisted labels",
+            )
+
+
+def _tuple_annotation_fields(annotation: Any, codebook: Codebook) -> None:
+    fields(annotation, "annotation", _TUPLE_ANNOTATION, _TUPLE_ANNOTATION_OPTIONAL,
+           exact=_TUPLE_ANNOTATION_SET)
+    _annotation_common(annotation, codebook)
+    role = annotation["source_role"]
+    if type(role) is not str or not role:
+        raise invalid("annotation.source_role", "a non-empty string", role)
+    if codebook.source_roles and role not in codebook.source_roles:
+        raise invalid(
+            "annotation.source_role",
+            f"one of the codebook's source roles ({', '.join(codebook.source_roles)})",
+            role,
+        )
+    for key in ("predicates", "spans", "evidence"):
+        if type(annotation[key]) is not dict:
+            raise invalid(f"annotation.{key}", "an object", annotation[key])
+
+
+def _answer_annotation_fields(annotation: Any, codebook: Codebook, failed: bool) -> None:
+    fields(annotation, "annotation", _ANSWER_ANNOTATION, _ANSWER_ANNOTATION_OPTIONAL,
+           exact=_ANSWER_ANNOTATION_SET)
+    _annotation_common(annotation, codebook)
+    claims = annotation["claims"]
+    verdicts = annotation["verdicts"]
+    if type(claims) is not list:
+        raise invalid("annotation.claims", "a list", claims)
+    if failed:
+        if claims:
+            raise ContractError(
+                codes.INVALID_FIELD, "annotation.claims must be empty: the answer failed"
+            )
+        if verdicts is not None:
+            raise invalid("annotation.verdicts", "null for a failed answer", verdicts)
+        return
+    seen: set[str] = set()
+    for index, claim in enumerate(claims):
+        path = f"annotation.claims[{index}]"
+        fields(claim, path, _CLAIM, exact=_CLAIM_SET)
+        string(claim, "id", path)
+        if claim["id"] in seen:
+            raise ContractError(
+                codes.INVALID_FIELD, f"{path}.id {claim['id']!r} is used by an earlier claim"
+            )
+        seen.add(claim["id"])
+        kind = claim["kind"]
+        if type(kind) is not str or kind not in codebook.claim_kinds:
+            raise invalid(
+                f"{path}.kind", f"one of {', '.join(codebook.claim_kinds)}", kind
+            )
+        if claim["reason"] is not None and type(claim["reason"]) is not str:
+            raise invalid(f"{path}.reason", "a string or null", claim["reason"])
+        digest = claim["source_digest"]
+        if digest is not None and type(digest) is not str:
+            raise invalid(f"{path}.source_digest", "a source digest or null", digest)
+    if type(verdicts) is not dict:
+        raise invalid("annotation.verdicts", "an object (the answer is complete)", verdicts)
+    for key in codebook.verdicts:
+        if key not in verdicts:
+            raise ContractError(codes.MISSING_FIELD, f"annotation.verdicts.{key} is missing")
+    for key in verdicts:
+        if key not in codebook.verdicts:
+            raise ContractError(
+                codes.UNKNOWN_FIELD,
+                f"annotation.verdicts.{key} is not a verdict of codebook {codebook.name} "
+                f"{codebook.version}",
+            )
+        path = f"annotation.verdicts.{key}"
+        fields(verdicts[key], path, _VERDICT, exact=_VERDICT_SET)
+        reason = verdicts[key]["reason"]
+        if reason is not None and type(reason) is not str:
+            raise invalid(f"{path}.reason", "a string or null", reason)
+
+
+def _parents(parents: Any, kind: str) -> None:
+    """Lineage: a revision names one parent; consensus and adjudicated records name the
+    independent records they resolve, so they need at least one."""
+    if type(parents) is not list:
+        raise invalid("parents", "a list of record digests", parents)
+    for index, parent in enumerate(parents):
+        if type(parent) is not str or not _DIGEST.fullmatch(parent):
+            raise invalid(f"parents[{index}]", "a record digest (64 lowercase hex)", parent)
+    if len(set(parents)) != len(parents):
+        raise ContractError(codes.INVALID_FIELD, "parents names the same record twice")
+    if kind == "independent" and len(parents) > 1:
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"parents has {len(parents)} entries; an independent label revises at most one",
+        )
+    if kind != "independent" and not parents:
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"parents is empty; a {kind} record names the independent records it resolves",
+        )
+
+
+# --- stage 2: judgments and spans ------------------------------------------------------
+
+
+def _judgment(value: Any, path: str) -> None:
+    """0, 1 or null; each wrong type has its own code (``"U"``, booleans and ``1.0`` are not
+    interchangeable with the values they resemble)."""
+    if value is None:
+        return
+    kind = type(value)
+    if kind is int:
+        if value == 0 or value == 1:
+            return
+        raise ContractError(
+            codes.PREDICATE_OUT_OF_RANGE, f"{path} is {value}; a judgment is 0, 1 or null"
+        )
+    if kind is bool:
+        raise ContractError(
+            codes.PREDICATE_BOOLEAN,
+            f"{path} is {str(value).lower()}; a judgment is 0, 1 or null, not a boolean",
+        )
+    if kind is str:
+        raise ContractError(
+            codes.PREDICATE_STRING,
+            f"{path} is the string {show(value)}; write an unresolved judgment (U) as null",
+        )
+    if kind is float:
+        raise ContractError(
+            codes.PREDICATE_FLOAT, f"{path} is the number {value!r}; a judgment is 0, 1 or null"
+        )
+    raise ContractError(
+        codes.PREDICATE_TYPE, f"{path} is {type_name(value)}; a judgment is 0, 1 or null"
+    )
+
+
+def check_span(span: Any, path: str, texts: Mapping[str, str], index: int | None = None) -> None:
+    """A span ``{snapshot, start, end, quote}``: ``snapshot`` one of ``texts``' keys,
+    ``0 <= start < end <= len(text)`` in code points, ``quote == text[start:end]``.
+
+    ``path`` (with ``[index]`` appended when given) names the span in error messages; it
+    is only formatted when the span is refused.
+    """
+    if type(span) is dict and span.keys() == _SPAN_SET:
+        snapshot = span["snapshot"]
+        start = span["start"]
+        end = span["end"]
+        quote = span["quote"]
+        if (type(snapshot) is str and snapshot in texts and type(start) is int
+                and type(end) is int and type(quote) is str):
+            text = texts[snapshot]
+            if 0 <= start < end <= len(text) and text[start:end] == quote:
+                return
+    _refuse_span(span, path if index is None else f"{path}[{index}]", texts)
+
+
+def _refuse_span(span: Any, path: str, texts: Mapping[str, str]) -> None:
+    if type(span) is not dict or span.keys() != _SPAN_SET:
+        if type(span) is not dict:
+            detail = f"is {type_name(span)}"
+        else:
+            missing = [key for key in _SPAN if key not in span]
+            extra = sorted(str(key) for key in span if key not in _SPAN_SET)
+            detail = (f"lacks {', '.join(missing)}" if missing
+                      else f"has unknown field {extra[0]}")
+        raise ContractError(
+            codes.SPAN_MALFORMED,
+            f"{path} {detail}; a span is {{snapshot, start, end, quote}}",
+        )
+    snapshot = span["snapshot"]
+    start = span["start"]
+    end = span["end"]
+    quote = span["quote"]
+    if type(snapshot) is not str or snapshot not in texts:
+        raise ContractError(
+            codes.SPAN_MALFORMED,
+            f"{path}.snapshot is {show(snapshot)}; here it must be {' or '.join(texts)}",
+        )
+    if type(start) is not int or type(end) is not int:
+        raise ContractError(
+            codes.SPAN_MALFORMED,
+            f"{path} start and end must be integers (code points), not "
+            f"{show(start)} and {show(end)}",
+        )
+    if type(quote) is not str:
+        raise ContractError(codes.SPAN_MALFORMED, f"{path}.quote must be a string")
+    text = texts[snapshot]
+    if not 0 <= start < end <= len(text):
+        raise ContractError(
+            codes.SPAN_OUT_OF_RANGE,
+            f"{path} [{start}, {end}) is not a non-empty range inside the {snapshot} text "
+            f"of {len(text)} code points",
+        )
+    raise ContractError(
+        codes.SPAN_QUOTE_MISMATCH,
+        f"{path}.quote {show(quote, 40)} is not the {snapshot} text at [{start}, {end}), "
+        f"which reads {show(text[start:end], 40)}",
+    )
+
+
+_SPAN_PATHS = {key: f"annotation.spans.{key}" for key in JUDGMENTS}
+
+
+def _spans(spans: dict[str, Any], values: Mapping[str, Any], texts: Mapping[str, str]) -> None:
+    if not spans.keys() <= _JUDGMENT_SET:
+        extra = sorted(str(key) for key in spans if key not in _JUDGMENT_SET)
+        raise ContractError(
+            codes.SPAN_MALFORMED,
+            f"annotation.spans.{extra[0]} names no judgment; spans belong to "
+            f"{', '.join(JUDGMENTS)}",
+        )
+    for key in JUDGMENTS:
+        listed = spans.get(key)
+        if listed is not None:
+            if type(listed) is not list:
+                raise ContractError(
+                    codes.SPAN_MALFORMED,
+                    f"annotation.spans.{key} must be a list of spans, not {type_name(listed)}",
+                )
+            for index, span in enumerate(listed):
+                check_span(span, _SPAN_PATHS[key], texts, index)
+        if not listed and values[key] is not None:
+            raise ContractError(
+                codes.SPAN_MISSING,
+                f"annotation.spans.{key} has no span, but {key} is resolved "
+                f"({values[key]}); every resolved judgment cites its evidence",
+            )
+
+
+# --- source-risk: stages 2 to 6 --------------------------------------------------------
+
+
+def _audit_tuple(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
+    annotation = obj["annotation"]
+    predicates = annotation["predicates"]
+    for key in PREDICATE_KEYS:
+        if key not in predicates:
+            raise ContractError(
+                codes.PREDICATE_MISSING,
+                f"annotation.predicates.{key} is missing; write an unresolved judgment as null",
+            )
+        _judgment(predicates[key], f"annotation.predicates.{key}")
+    if predicates.keys() != _PREDICATE_SET:
+        extra = sorted(str(key) for key in predicates if key not in _PREDICATE_SET)
+        raise ContractError(
+            codes.UNKNOWN_FIELD,
+            f"annotation.predicates.{extra[0]} is not a predicate; the predicates are "
+            f"exactly I, A, M, D",
+        )
+    if PASSAGE_SUPPORT not in annotation:
+        raise ContractError(
+            codes.PREDICATE_MISSING,
+            "annotation.passage_support is missing; write an unresolved judgment as null",
+        )
+    support = annotation[PASSAGE_SUPPORT]
+    _judgment(support, "annotation.passage_support")
+    values = {**predicates, PASSAGE_SUPPORT: support}
+    texts = {
+        "query": obj["query"]["text"],
+        "answer": obj["answer"]["text"],
+        "source": obj["source"]["text"],
+    }
+    _spans(annotation["spans"], values, texts)
+
+    # Stage 3: the evidence vector.
+    evidence = annotation["evidence"]
+    weights = codebook.weights
+    if evidence.keys() != weights.keys():
+        missing = [key for key in weights if key not in evidence]
+        extra = sorted(str(key) for key in evidence if key not in weights)
+        detail = []
+        if missing:
+            detail.append(f"lacks {', '.join(missing)}")
+        if extra:
+            detail.append(f"has {', '.join(extra)}, which the codebook does not declare")
+        raise ContractError(
+            codes.DIMENSIONS_MISMATCH,
+            f"annotation.evidence {' and '.join(detail)}; the dimensions must be exactly "
+            f"{', '.join(weights)}",
+        )
+    total_weight = 0.0
+    score = 0.0
+    for key in weights:
+        entry = evidence[key]
+        if type(entry) is not dict or entry.keys() != _DIMENSION_SET:
+            fields(entry, f"annotation.evidence.{key}", _DIMENSION, exact=_DIMENSION_SET)
+        value = entry["value"]
+        weight = entry["weight"]
+        value_type = type(value)
+        weight_type = type(weight)
+        if (value_type is not float and value_type is not int) or not 0.0 <= value <= 1.0 \
+                or (weight_type is not float and weight_type is not int) \
+                or not 0.0 <= weight < math.inf:
+            _refuse_dimension(key, value, weight)
+        total_weight += weight
+        score += value * weight
+    if abs(total_weight - 1.0) > WEIGHT_TOLERANCE:
+        total = math.fsum(evidence[key]["weight"] for key in weights)
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ContractError(
+                codes.WEIGHTS_UNNORMALIZED,
+                f"annotation.evidence weights sum to {total!r}, not 1 "
+                f"(tolerance {WEIGHT_TOLERANCE})",
+            )
+    for key, expected in weights.items():
+        weight = evidence[key]["weight"]
+        if abs(weight - expected) > WEIGHT_TOLERANCE:
+            raise ContractError(
+                codes.WEIGHTS_MISMATCH,
+                f"annotation.evidence.{key}.weight is {weight!r}, but codebook "
+                f"{codebook.name} {codebook.version} gives {expected!r}",
+            )
+
+    # Stages 4 to 6.
+    i = predicates["I"]
+    a = predicates["A"]
+    m = predicates["M"]
+    d = predicates["D"]
+    endpoint = resolve_complete_case(i, a, m, d)
+    return CheckResult(
+        ok=True,
+        endpoint=endpoint,
+        short_circuit=resolve_short_circuit(i, a, m, d),
+        # Weights sum to 1 only within 1e-9: keep the priority inside [0, 1].
+        priority=min(max(score, 0.0), 1.0),
+        action=policy_action(endpoint, codebook.answerability_policy),
+        record_digest=identity.record_digest,
+        stage=STAGE_STRUCTURAL,
+        unit="tuple",
+        tuple_digest=identity.tuple_digest,
+        codebook=codebook.key,
+    )
+
+
+def _refuse_dimension(key: str, value: Any, weight: Any) -> None:
+    path = f"annotation.evidence.{key}"
+    if type(value) is not float and type(value) is not int:
+        raise invalid(f"{path}.value", "a number in [0, 1]", value)
+    if type(weight) is not float and type(weight) is not int:
+        raise invalid(f"{path}.weight", "a non-negative number", weight)
+    if not 0.0 <= value <= 1.0:
+        raise ContractError(
+            codes.DIMENSION_VALUE_OUT_OF_RANGE,
+            f"{path}.value is {value!r}; dimension values lie in [0, 1]",
+        )
+    raise ContractError(
+        codes.WEIGHTS_UNNORMALIZED,
+        f"{path}.weight is {weight!r}; weights are non-negative",
+    )
+
+
+# --- answer-claims: stages 2 to 6 ------------------------------------------------------
+
+
+def _verdict_value(value: Any, path: str) -> None:
+    if value is not None and type(value) is not bool:
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"{path} is {show(value)}; a verdict is true, false or null",
+        )
+
+
+def _audit_answer(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
+    annotation = obj["annotation"]
+    claims = annotation["claims"]
+    answer_texts = {"answer": obj["answer"]["text"]}
+    sources = {}
+    for source in obj["sources"]:
+        sources.setdefault(source["digest"], source["text"])
+    for index, claim in enumerate(claims):
+        path = f"annotation.claims[{index}]"
+        check_span(claim["span"], f"{path}.span", answer_texts)
+        _verdict_value(claim["supported"], f"{path}.supported")
+        _verdict_value(claim["accurate"], f"{path}.accurate")
+        digest = claim["source_digest"]
+        quote_span = claim["quote_span"]
+        if digest is not None and digest not in sources:
+            raise ContractError(
+                codes.INVALID_FIELD,
+                f"{path}.source_digest {show(digest, 20)} names none of this answer's sources",
+            )
+        if quote_span is not None:
+            if digest is None:
+                raise ContractError(
+                    codes.SPAN_MALFORMED,
+                    f"{path}.quote_span needs {path}.source_digest to say which source it "
+                    f"quotes",
+                )
+            check_span(quote_span, f"{path}.quote_span", {"source": sources[digest]})
+        elif claim["supported"] is not None:
+            raise ContractError(
+                codes.SPAN_MISSING,
+                f"{path}.quote_span is null, but supported is resolved "
+                f"({str(claim['supported']).lower()}); cite the source passage",
+            )
+    verdicts = annotation["verdicts"]
+    summary = None
+    if verdicts is not None:
+        for key in codebook.verdicts:
+            _verdict_value(verdicts[key]["value"], f"annotation.verdicts.{key}.value")
+        summary = summarize_supported(claims)
+        stated = verdicts["supported"]["value"]
+        if stated is not summary:
+            raise ContractError(
+                codes.SUMMARY_MISMATCH,
+                f"annotation.verdicts.supported.value is {_json(stated)}, but the verifiable "
+                f"claims summarize to {_json(summary)} (false if any is false, true only if "
+                f"all are true, otherwise null)",
+            )
+    return CheckResult(
+        ok=True,
+        record_digest=identity.record_digest,
+        stage=STAGE_STRUCTURAL,
+        unit="answer",
+        unit_digest=identity.unit_digest,
+        supported=summary,
+        codebook=codebook.key,
+    )
+
+
+def _json(value: bool | None) -> str:
+    return "null" if value is None else str(value).lower()

@@ -1,0 +1,306 @@
+"""Structural validators for the objects records and observations share.
+
+Query, pipeline, answer, source and sampling objects look the same in an observation line
+and in a record, so they are checked here, once, by both :mod:`audit.contract.record` and
+:mod:`audit.contract.observations`. Each validator raises :class:`ContractError` with
+``missing_field`` (a required field is absent), ``unknown_field`` (a field the format does
+not define: strict, so that a misspelt field is caught instead of ignored) or
+``invalid_field`` (wrong type, enum value or rule), naming the field path.
+
+The validators are written out by hand rather than driven by a schema table: they run for
+every record the checker sees, and the per-field function calls of a generic walker would
+cost more than the whole check is allowed to take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import date, datetime
+from typing import Any
+
+from audit.contract import codes
+from audit.contract.canonical import CanonicalError, check_keys
+from audit.contract.digests import snapshot_digest
+from audit.contract.errors import ContractError, show, type_name
+
+QUESTION_TYPES = frozenset({"natural_discovery", "specified_source", "specific_document"})
+ANSWER_STATUSES = frozenset({"complete", "failed"})
+CITATION_KINDS = frozenset({"source_citation", "url_mention", "name_mention"})
+SNAPSHOTS = ("query", "answer", "source")
+
+
+def fields(
+    obj: Any,
+    path: str,
+    required: tuple[str, ...],
+    optional: Collection[str] = (),
+    *,
+    exact: frozenset[str] | None = None,
+) -> None:
+    """Check that ``obj`` is an object holding every ``required`` field and nothing unknown.
+
+    ``exact`` is ``frozenset(required)`` precomputed by the caller: when the keys equal it
+    (the common case) no further work is done.
+    """
+    if type(obj) is not dict:
+        raise ContractError(codes.INVALID_FIELD, f"{path} must be an object, not {type_name(obj)}")
+    keys = obj.keys()
+    if exact is not None and keys == exact:
+        return
+    for key in required:
+        if key not in obj:
+            raise ContractError(codes.MISSING_FIELD, f"{join(path, key)} is missing")
+    for key in keys:
+        if key not in required and key not in optional:
+            raise ContractError(
+                codes.UNKNOWN_FIELD,
+                f"{join(path, key)} is not a field of this object (unknown fields are refused, "
+                f"so that a misspelt field is not silently ignored)",
+            )
+
+
+def join(path: str, key: str) -> str:
+    """``path.key``; the top level of a record or line has the empty path."""
+    return f"{path}.{key}" if path else key
+
+
+def invalid(path: str, expected: str, value: Any) -> ContractError:
+    return ContractError(codes.INVALID_FIELD, f"{path} must be {expected}, not {show(value)}")
+
+
+# The field checkers below take (object, key, path) and build the field's path only when
+# they fail: formatting a path for every field of every record would cost more than the
+# checks themselves.
+
+
+def string(obj: dict[str, Any], key: str, path: str) -> None:
+    """A non-empty string."""
+    value = obj[key]
+    if type(value) is not str or not value:
+        raise invalid(join(path, key), "a non-empty string", value)
+
+
+def text(obj: dict[str, Any], key: str, path: str) -> None:
+    """A string, possibly empty."""
+    if type(obj[key]) is not str:
+        raise invalid(join(path, key), "a string", obj[key])
+
+
+def optional_string(obj: dict[str, Any], key: str, path: str) -> None:
+    value = obj[key]
+    if value is not None and (type(value) is not str or not value):
+        raise invalid(join(path, key), "a non-empty string or null", value)
+
+
+def optional_bool(obj: dict[str, Any], key: str, path: str) -> None:
+    value = obj[key]
+    if value is not None and type(value) is not bool:
+        raise invalid(join(path, key), "true, false or null", value)
+
+
+def datetime_with_offset(obj: dict[str, Any], key: str, path: str) -> None:
+    """An ISO 8601 date-time with a UTC offset (``Z`` or ``+02:00``)."""
+    value = obj[key]
+    path = join(path, key)
+    if type(value) is not str:
+        raise invalid(path, "an ISO 8601 date-time with offset", value)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise invalid(path, "an ISO 8601 date-time with offset", value) from None
+    if parsed.tzinfo is None:
+        raise invalid(path, "an ISO 8601 date-time with offset", value)
+
+
+def date_or_datetime(obj: dict[str, Any], key: str, path: str) -> None:
+    """An ISO 8601 date (``2026-05-01``) or date-time."""
+    value = obj[key]
+    path = join(path, key)
+    if type(value) is not str:
+        raise invalid(path, "an ISO 8601 date or date-time", value)
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise invalid(path, "an ISO 8601 date or date-time", value) from None
+
+
+_QUERY = ("id", "text", "question_type", "question_version", "reference_time", "target",
+          "template_id", "domain", "locale")
+_QUERY_SET = frozenset(_QUERY)
+_TARGET = ("name", "family")
+_TARGET_SET = frozenset(_TARGET)
+
+
+def check_query(query: Any, path: str = "query") -> None:
+    fields(query, path, _QUERY, exact=_QUERY_SET)
+    string(query, "id", path)
+    string(query, "text", path)
+    if type(query["question_type"]) is not str or query["question_type"] not in QUESTION_TYPES:
+        raise invalid(
+            join(path, "question_type"),
+            "one of natural_discovery, specified_source, specific_document",
+            query["question_type"],
+        )
+    string(query, "question_version", path)
+    date_or_datetime(query, "reference_time", path)
+    target = query["target"]
+    target_path = join(path, "target")
+    fields(target, target_path, _TARGET, exact=_TARGET_SET)
+    string(target, "name", target_path)
+    string(target, "family", target_path)
+    string(query, "template_id", path)
+    string(query, "domain", path)
+    string(query, "locale", path)
+
+
+_PIPELINE = ("name", "version", "config")
+_PIPELINE_SET = frozenset(_PIPELINE)
+
+
+def check_pipeline(pipeline: Any, path: str = "pipeline") -> None:
+    fields(pipeline, path, _PIPELINE, exact=_PIPELINE_SET)
+    string(pipeline, "name", path)
+    string(pipeline, "version", path)
+    config = pipeline["config"]
+    if type(config) is not dict:
+        raise invalid(join(path, "config"), "an object", config)
+    # The configuration is free-form; it only has to serialize canonically (the tuple
+    # digest binds it). Every other object's keys are checked field by field.
+    try:
+        check_keys(config)
+    except CanonicalError as exc:
+        raise ContractError(codes.INVALID_FIELD, f"{join(path, 'config')}: {exc}") from None
+
+
+_ANSWER = ("service", "mode", "model", "web_search", "conditions", "collected_at", "status",
+           "failure", "text", "citations", "raw_path", "digest")
+_ANSWER_SET = frozenset(_ANSWER)
+_CONDITIONS = ("region", "language", "login", "personalization")
+_CONDITIONS_SET = frozenset(_CONDITIONS)
+_CITATION = ("url", "kind")
+_CITATION_SET = frozenset(_CITATION)
+
+
+def check_answer(answer: Any, path: str = "answer") -> None:
+    """Fields of an answer snapshot and the status/failure rule (not its digest)."""
+    fields(answer, path, _ANSWER, exact=_ANSWER_SET)
+    string(answer, "service", path)
+    string(answer, "mode", path)
+    optional_string(answer, "model", path)
+    if type(answer["web_search"]) is not bool:
+        raise invalid(join(path, "web_search"), "true or false", answer["web_search"])
+    conditions = answer["conditions"]
+    fields(conditions, join(path, "conditions"), _CONDITIONS, exact=_CONDITIONS_SET)
+    optional_string(conditions, "region", join(path, "conditions"))
+    optional_string(conditions, "language", join(path, "conditions"))
+    optional_bool(conditions, "login", join(path, "conditions"))
+    optional_bool(conditions, "personalization", join(path, "conditions"))
+    datetime_with_offset(answer, "collected_at", path)
+    status = answer["status"]
+    failure = answer["failure"]
+    text(answer, "text", path)
+    if status == "complete":
+        if failure is not None:
+            raise invalid(join(path, "failure"), "null for a complete answer", failure)
+        if not answer["text"]:
+            raise ContractError(
+                codes.INVALID_FIELD, f"{join(path, 'text')} is empty, but the answer is complete"
+            )
+    elif status == "failed":
+        if type(failure) is not str or not failure.strip():
+            raise invalid(
+                join(path, "failure"), "a non-empty text for a failed answer (e.g. 'HTTP 429')",
+                failure,
+            )
+    else:
+        raise invalid(join(path, "status"), "'complete' or 'failed'", status)
+    citations = answer["citations"]
+    if type(citations) is not list:
+        raise invalid(join(path, "citations"), "a list", citations)
+    for index, citation in enumerate(citations):
+        if type(citation) is dict and citation.keys() == _CITATION_SET \
+                and type(citation["url"]) is str and citation["url"] \
+                and type(citation["kind"]) is str and citation["kind"] in CITATION_KINDS:
+            continue
+        where = f"{join(path, 'citations')}[{index}]"
+        fields(citation, where, _CITATION, exact=_CITATION_SET)
+        string(citation, "url", where)
+        if type(citation["kind"]) is not str or citation["kind"] not in CITATION_KINDS:
+            raise invalid(
+                f"{where}.kind", "one of source_citation, url_mention, name_mention",
+                citation["kind"],
+            )
+    optional_string(answer, "raw_path", path)
+    if type(answer["digest"]) is not str:
+        raise invalid(join(path, "digest"), "a SHA-256 hex string", answer["digest"])
+
+
+_SOURCE = ("original_url", "canonical_url", "rank", "collected_at", "text", "digest")
+_SOURCE_SET = frozenset(_SOURCE)
+_OBSERVED_SOURCE = (*_SOURCE, "tuple_digest")
+_OBSERVED_SOURCE_SET = frozenset(_OBSERVED_SOURCE)
+_OBSERVED_SOURCE_OPTIONAL = frozenset({"sampling"})
+
+
+def check_source(source: Any, path: str, *, observed: bool = False) -> None:
+    """Fields of a source snapshot (not its digest).
+
+    ``observed``: the source of an observation line, which also carries its
+    ``tuple_digest`` and an optional ``sampling``; a record keeps both at its top level.
+    """
+    if observed:
+        fields(source, path, _OBSERVED_SOURCE, _OBSERVED_SOURCE_OPTIONAL,
+               exact=_OBSERVED_SOURCE_SET)
+    else:
+        fields(source, path, _SOURCE, exact=_SOURCE_SET)
+    string(source, "original_url", path)
+    string(source, "canonical_url", path)
+    rank = source["rank"]
+    if rank is not None and (type(rank) is not int or rank < 1):
+        raise invalid(join(path, "rank"), "an integer of at least 1, or null", rank)
+    datetime_with_offset(source, "collected_at", path)
+    text(source, "text", path)
+    if type(source["digest"]) is not str:
+        raise invalid(join(path, "digest"), "a SHA-256 hex string", source["digest"])
+    if observed:
+        if type(source["tuple_digest"]) is not str:
+            raise invalid(
+                join(path, "tuple_digest"), "a SHA-256 hex string", source["tuple_digest"]
+            )
+        check_sampling(source.get("sampling"), join(path, "sampling"))
+
+
+_SAMPLING = ("stratum", "inclusion_probability")
+_SAMPLING_SET = frozenset(_SAMPLING)
+
+
+def check_sampling(sampling: Any, path: str) -> None:
+    """``null`` or ``{stratum, inclusion_probability ∈ (0, 1]}``."""
+    if sampling is None:
+        return
+    fields(sampling, path, _SAMPLING, exact=_SAMPLING_SET)
+    string(sampling, "stratum", path)
+    probability = sampling["inclusion_probability"]
+    if type(probability) not in (int, float) or not 0 < probability <= 1:
+        raise invalid(join(path, "inclusion_probability"), "a number in (0, 1]", probability)
+
+
+def snapshot_matches(snapshot: dict[str, Any], path: str, code: str) -> None:
+    """The stored ``digest`` of an answer or source snapshot is the digest of its text."""
+    try:
+        actual = snapshot_digest(snapshot["text"])
+    except UnicodeEncodeError:
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"{join(path, 'text')} holds an unpaired surrogate and is not valid Unicode text",
+        ) from None
+    if actual != snapshot["digest"]:
+        raise ContractError(
+            code,
+            f"{join(path, 'digest')} {show(snapshot['digest'], 20)} is not the digest of "
+            f"{join(path, 'text')} "
+            f"({actual[:12]}...): the text or the digest was changed",
+        )
