@@ -253,7 +253,7 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
         expected = _digest_or_invalid(
             lambda: unit_digest(
                 query=query,
-                answer_digest=answer["digest"],
+                answer=answer,
                 source_digests=[source["digest"] for source in obj["sources"]],
                 pipeline=pipeline,
             )
@@ -262,7 +262,7 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
             raise ContractError(
                 codes.UNIT_DIGEST_MISMATCH,
                 f"unit_digest {show(obj['unit_digest'], 20)} is not the digest of this "
-                f"query, answer, its sources in order and pipeline ({expected[:12]}...)",
+                f"query, answer snapshot, its sources in order and pipeline ({expected[:12]}...)",
             )
         identity.unit_digest = expected
     body = dict(obj)
