@@ -11,6 +11,10 @@ from audit.conformance.outputs import render_files, write_files
 from audit.conformance.suite import SuiteResult, run_suite
 
 
+def _passed(counts: dict[str, int]) -> int:
+    return next(value for key, value in counts.items() if key != "total")
+
+
 def describe(result: SuiteResult) -> str:
     """A short human summary of a run."""
     summary = result.summary
@@ -26,7 +30,7 @@ def describe(result: SuiteResult) -> str:
         f"oracle agreement {oracle['matched']}/{oracle['total']}",
         "transitions: "
         + ", ".join(
-            f"{family} {'/'.join(str(value) for value in reversed(counts.values()))}"
+            f"{family} {_passed(counts)}/{counts['total']}"
             for family, counts in transitions.items()
         ),
         f"mutations: {mutations['rejected']}/{mutations['total']} rejected, "
