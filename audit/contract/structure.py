@@ -101,30 +101,30 @@ def optional_bool(obj: dict[str, Any], key: str, path: str) -> None:
 def datetime_with_offset(obj: dict[str, Any], key: str, path: str) -> None:
     """An ISO 8601 date-time with a UTC offset (``Z`` or ``+02:00``)."""
     value = obj[key]
-    path = join(path, key)
-    if type(value) is not str:
-        raise invalid(path, "an ISO 8601 date-time with offset", value)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise invalid(path, "an ISO 8601 date-time with offset", value) from None
-    if parsed.tzinfo is None:
-        raise invalid(path, "an ISO 8601 date-time with offset", value)
+    if type(value) is str:
+        try:
+            if datetime.fromisoformat(value).tzinfo is not None:
+                return
+        except ValueError:
+            pass
+    raise invalid(join(path, key), "an ISO 8601 date-time with offset", value)
 
 
 def date_or_datetime(obj: dict[str, Any], key: str, path: str) -> None:
     """An ISO 8601 date (``2026-05-01``) or date-time."""
     value = obj[key]
-    path = join(path, key)
-    if type(value) is not str:
-        raise invalid(path, "an ISO 8601 date or date-time", value)
-    try:
-        date.fromisoformat(value)
-    except ValueError:
+    if type(value) is str:
+        try:
+            date.fromisoformat(value)
+            return
+        except ValueError:
+            pass
         try:
             datetime.fromisoformat(value)
+            return
         except ValueError:
-            raise invalid(path, "an ISO 8601 date or date-time", value) from None
+            pass
+    raise invalid(join(path, key), "an ISO 8601 date or date-time", value)
 
 
 _QUERY = ("id", "text", "question_type", "question_version", "reference_time", "target",
