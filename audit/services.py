@@ -208,7 +208,7 @@ def _plan_units(
         digest = unit_digest(
             query=observation["query"],
             answer=archive.answer_as_dict(answer),
-            source_digests=[source["digest"] for source in observation["sources"]],
+            source_digests=[source["digest"] for source in observation.get("sources", ())],
             pipeline=observation["pipeline"],
         )
         if digest in first_line:
@@ -228,7 +228,7 @@ def _plan_units(
 
 def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[int, int, int]:
     existing_units = _ids_by(Observation, "unit_digest", [u.digest for u in units], study=study)
-    tuple_digests = [s["tuple_digest"] for u in units for s in u.observation["sources"]]
+    tuple_digests = [s["tuple_digest"] for u in units for s in u.observation.get("sources", ())]
     existing_tuples = _ids_by(Tuple, "digest", tuple_digests, study=study)
     new_units = [unit for unit in units if unit.digest not in existing_units]
     if not new_units:
@@ -237,7 +237,7 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
     for unit in new_units:
         unit.query = archive.query_from_dict(unit.observation["query"])
         unit.pipeline = archive.pipeline_from_dict(unit.observation["pipeline"])
-        unit.sources = [archive.source_from_dict(s) for s in unit.observation["sources"]]
+        unit.sources = [archive.source_from_dict(s) for s in unit.observation.get("sources", ())]
     query_ids = _upsert_by_key(Query, (u.query for u in new_units))
     pipeline_ids = _upsert_by_key(Pipeline, (u.pipeline for u in new_units))
     answer_ids = _upsert_by_key(AnswerSnapshot, (u.answer for u in new_units))
@@ -266,7 +266,7 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
     seen = set(existing_tuples)
     for unit in new_units:
         for index, (source, row) in enumerate(
-            zip(unit.observation["sources"], unit.sources, strict=True)
+            zip(unit.observation.get("sources", ()), unit.sources, strict=True)
         ):
             # The same tuple under another answer unit of this study is the same tuple.
             if source["tuple_digest"] in seen:

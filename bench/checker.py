@@ -129,7 +129,7 @@ Command: `{COMMAND}` (pure Python, one process, no database). Machine: {machine(
 Median of {repeats} batch means after a warm-up of 3 batches, garbage collection paused
 during each batch, as in seed 000 §IV-E. Records are the conformance fixtures (81 predicate
 states x {RECORD_VARIANTS} variants: full snapshots, spans, evidence, sealed digests; median
-{figures['record_bytes']:.0f} bytes as JSON), checked in memory.
+{figures["record_bytes"]:.0f} bytes as JSON), checked in memory.
 
 | figure | batch | this checker | seed §IV-E | ratio to seed | target (half the seed) |
 |---|---|---|---|---|---|
@@ -137,11 +137,11 @@ states x {RECORD_VARIANTS} variants: full snapshots, spans, evidence, sealed dig
 
 For context (not part of the seed's comparison):
 - of the per-record cost, the record digest alone (one canonical serialization of the
-  record and one SHA-256) takes {figures['record_digest_us']:.2f} µs; it is done by the
+  record and one SHA-256) takes {figures["record_digest_us"]:.2f} µs; it is done by the
   standard library's C JSON encoder and cannot be skipped, since the digest is defined over
   the canonical bytes;
 - checking a record from its JSON line (`json.loads` + check, as `python -m audit.check`
-  does) takes {figures['line_us']:.2f} µs per record.
+  does) takes {figures["line_us"]:.2f} µs per record.
 
 The seed measured on an Intel Xeon Platinum 8573C; these figures come from the machine
 above, so the ratios compare machines as well as implementations.
@@ -156,12 +156,18 @@ def main() -> int:
     figures = measure(args.repeats)
     endpoint = figures["endpoint_us"]
     record = figures["record_us"]
-    print(f"endpoint: {endpoint:.3f} µs per tuple "
-          f"({endpoint / SEED_ENDPOINT_US:.2f} x seed {SEED_ENDPOINT_US} µs)")
-    print(f"record:   {record:.2f} µs per record "
-          f"({record / SEED_RECORD_US:.2f} x seed {SEED_RECORD_US} µs)")
-    print(f"  record digest alone {figures['record_digest_us']:.2f} µs; "
-          f"from a JSON line {figures['line_us']:.2f} µs")
+    print(
+        f"endpoint: {endpoint:.3f} µs per tuple "
+        f"({endpoint / SEED_ENDPOINT_US:.2f} x seed {SEED_ENDPOINT_US} µs)"
+    )
+    print(
+        f"record:   {record:.2f} µs per record "
+        f"({record / SEED_RECORD_US:.2f} x seed {SEED_RECORD_US} µs)"
+    )
+    print(
+        f"  record digest alone {figures['record_digest_us']:.2f} µs; "
+        f"from a JSON line {figures['line_us']:.2f} µs"
+    )
     if args.write:
         from bench._report import write_section
 

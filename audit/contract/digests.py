@@ -76,18 +76,23 @@ def tuple_digest_unchecked(
     Requires string ``id``, ``question_version`` and ``text`` and a pipeline whose
     ``config`` has string keys only.
     """
-    identity = canonical_text_unchecked(
-        {key: pipeline[key] for key in PIPELINE_IDENTITY_FIELDS}
-    )
+    identity = canonical_text_unchecked({key: pipeline[key] for key in PIPELINE_IDENTITY_FIELDS})
     # Keys in sorted order: answer_digest, pipeline, query (id, question_version, text),
     # source_digest.
     text = (
-        '{"answer_digest":' + encode_string(answer_digest)
-        + ',"pipeline":' + identity
-        + ',"query":{"id":' + encode_string(query["id"])
-        + ',"question_version":' + encode_string(query["question_version"])
-        + ',"text":' + encode_string(query["text"])
-        + '},"source_digest":' + encode_string(source_digest) + "}"
+        '{"answer_digest":'
+        + encode_string(answer_digest)
+        + ',"pipeline":'
+        + identity
+        + ',"query":{"id":'
+        + encode_string(query["id"])
+        + ',"question_version":'
+        + encode_string(query["question_version"])
+        + ',"text":'
+        + encode_string(query["text"])
+        + '},"source_digest":'
+        + encode_string(source_digest)
+        + "}"
     )
     return sha256_hex(text.encode("utf-8"))
 

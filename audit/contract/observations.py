@@ -114,7 +114,7 @@ def decode_line(raw: bytes, *, max_line_bytes: int = MAX_LINE_BYTES) -> Any:
     except UnicodeDecodeError as exc:
         raise ContractError(
             codes.INVALID_UTF8,
-            f"the line is not UTF-8: byte {exc.start + 1} ({raw[exc.start:exc.start + 1]!r}) "
+            f"the line is not UTF-8: byte {exc.start + 1} ({raw[exc.start : exc.start + 1]!r}) "
             f"is {exc.reason}",
         ) from None
     if not text.strip():
@@ -128,9 +128,9 @@ def decode_line(raw: bytes, *, max_line_bytes: int = MAX_LINE_BYTES) -> Any:
         raise ContractError(codes.MALFORMED_JSON, f"the line is not JSON: {exc}") from None
 
 
-def _header(value: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> tuple[
-    ObservationHeader, Codebook
-]:
+def _header(
+    value: Any, codebooks: Mapping[tuple[str, str], Codebook]
+) -> tuple[ObservationHeader, Codebook]:
     if type(value) is not dict:
         raise ContractError(
             codes.MISSING_HEADER,
@@ -244,21 +244,23 @@ def parse_observation_file(
     if not any(raw.strip() for _number, raw in lines[1:]):
         # Check the header too, so a file holding one observation and no header says both.
         _read_header(lines[0][1], codebooks, result, max_line_bytes)
-        result.errors.append(LineError(
-            2, codes.EMPTY_FILE, f"the file holds no observation after line 1; {_SHAPE}"
-        ))
+        result.errors.append(
+            LineError(2, codes.EMPTY_FILE, f"the file holds no observation after line 1; {_SHAPE}")
+        )
         return result
     for number, raw in lines:
         if number == 1:
             _read_header(raw, codebooks, result, max_line_bytes)
             continue
         if number - 1 > max_lines:
-            result.errors.append(LineError(
-                number,
-                codes.TOO_MANY_LINES,
-                f"the file holds more than {max_lines:,} observations (the limit); "
-                f"lines from {number} on were not read",
-            ))
+            result.errors.append(
+                LineError(
+                    number,
+                    codes.TOO_MANY_LINES,
+                    f"the file holds more than {max_lines:,} observations (the limit); "
+                    f"lines from {number} on were not read",
+                )
+            )
             break
         try:
             value = decode_line(raw, max_line_bytes=max_line_bytes)
@@ -276,12 +278,14 @@ def parse_observation_file(
         if duplicate is not None:
             index, digest, (line, other) = duplicate
             where = "this line" if line == number else f"line {line}"
-            result.errors.append(LineError(
-                number,
-                codes.DUPLICATE_TUPLE,
-                f"sources[{index}] repeats the tuple {digest[:12]}... of {where} "
-                f"(sources[{other}]); each tuple may appear once per file",
-            ))
+            result.errors.append(
+                LineError(
+                    number,
+                    codes.DUPLICATE_TUPLE,
+                    f"sources[{index}] repeats the tuple {digest[:12]}... of {where} "
+                    f"(sources[{other}]); each tuple may appear once per file",
+                )
+            )
             continue
         result.observations.append(value)
         result.lines.append(number)

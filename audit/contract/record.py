@@ -62,10 +62,32 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 _ENVELOPE = ("claimgate", "format_version", "codebook")
 _CODEBOOK_REF = ("name", "version")
 _CODEBOOK_REF_SET = frozenset(_CODEBOOK_REF)
-_TUPLE_TOP = ("claimgate", "format_version", "codebook", "query", "pipeline", "answer",
-              "source", "tuple_digest", "annotation", "parents", "record_digest")
-_ANSWER_TOP = ("claimgate", "format_version", "codebook", "query", "pipeline", "answer",
-               "sources", "unit_digest", "annotation", "parents", "record_digest")
+_TUPLE_TOP = (
+    "claimgate",
+    "format_version",
+    "codebook",
+    "query",
+    "pipeline",
+    "answer",
+    "source",
+    "tuple_digest",
+    "annotation",
+    "parents",
+    "record_digest",
+)
+_ANSWER_TOP = (
+    "claimgate",
+    "format_version",
+    "codebook",
+    "query",
+    "pipeline",
+    "answer",
+    "sources",
+    "unit_digest",
+    "annotation",
+    "parents",
+    "record_digest",
+)
 _TOP_OPTIONAL = frozenset({"sampling"})
 _TUPLE_TOP_SET = frozenset(_TUPLE_TOP) | _TOP_OPTIONAL
 _ANSWER_TOP_SET = frozenset(_ANSWER_TOP) | _TOP_OPTIONAL
@@ -78,8 +100,7 @@ _ANSWER_ANNOTATION_OPTIONAL = frozenset({"rationale", "assisted"})
 _ANSWER_ANNOTATION_SET = frozenset(_ANSWER_ANNOTATION) | _ANSWER_ANNOTATION_OPTIONAL
 _ASSISTED = ("model",)
 _ASSISTED_SET = frozenset(_ASSISTED)
-_CLAIM = ("id", "span", "source_digest", "quote_span", "supported", "accurate", "kind",
-          "reason")
+_CLAIM = ("id", "span", "source_digest", "quote_span", "supported", "accurate", "kind", "reason")
 _CLAIM_SET = frozenset(_CLAIM)
 _VERDICT = ("value", "reason")
 _VERDICT_SET = frozenset(_VERDICT)
@@ -314,8 +335,13 @@ def _annotation_common(annotation: dict[str, Any], codebook: Codebook) -> None:
 
 
 def _tuple_annotation_fields(annotation: Any, codebook: Codebook) -> None:
-    fields(annotation, "annotation", _TUPLE_ANNOTATION, _TUPLE_ANNOTATION_OPTIONAL,
-           exact=_TUPLE_ANNOTATION_SET)
+    fields(
+        annotation,
+        "annotation",
+        _TUPLE_ANNOTATION,
+        _TUPLE_ANNOTATION_OPTIONAL,
+        exact=_TUPLE_ANNOTATION_SET,
+    )
     _annotation_common(annotation, codebook)
     role = annotation["source_role"]
     if type(role) is not str or not role:
@@ -332,8 +358,13 @@ def _tuple_annotation_fields(annotation: Any, codebook: Codebook) -> None:
 
 
 def _answer_annotation_fields(annotation: Any, codebook: Codebook, failed: bool) -> None:
-    fields(annotation, "annotation", _ANSWER_ANNOTATION, _ANSWER_ANNOTATION_OPTIONAL,
-           exact=_ANSWER_ANNOTATION_SET)
+    fields(
+        annotation,
+        "annotation",
+        _ANSWER_ANNOTATION,
+        _ANSWER_ANNOTATION_OPTIONAL,
+        exact=_ANSWER_ANNOTATION_SET,
+    )
     _annotation_common(annotation, codebook)
     claims = annotation["claims"]
     verdicts = annotation["verdicts"]
@@ -359,9 +390,7 @@ def _answer_annotation_fields(annotation: Any, codebook: Codebook, failed: bool)
         seen.add(claim["id"])
         kind = claim["kind"]
         if type(kind) is not str or kind not in codebook.claim_kinds:
-            raise invalid(
-                f"{path}.kind", f"one of {', '.join(codebook.claim_kinds)}", kind
-            )
+            raise invalid(f"{path}.kind", f"one of {', '.join(codebook.claim_kinds)}", kind)
         if claim["reason"] is not None and type(claim["reason"]) is not str:
             raise invalid(f"{path}.reason", "a string or null", claim["reason"])
         digest = claim["source_digest"]
@@ -454,8 +483,13 @@ def check_span(span: Any, path: str, texts: Mapping[str, str], index: int | None
         start = span["start"]
         end = span["end"]
         quote = span["quote"]
-        if (type(snapshot) is str and snapshot in texts and type(start) is int
-                and type(end) is int and type(quote) is str):
+        if (
+            type(snapshot) is str
+            and snapshot in texts
+            and type(start) is int
+            and type(end) is int
+            and type(quote) is str
+        ):
             text = texts[snapshot]
             if 0 <= start < end <= len(text) and text[start:end] == quote:
                 return
@@ -469,8 +503,7 @@ def _refuse_span(span: Any, path: str, texts: Mapping[str, str]) -> None:
         else:
             missing = [key for key in _SPAN if key not in span]
             extra = sorted(str(key) for key in span if key not in _SPAN_SET)
-            detail = (f"lacks {', '.join(missing)}" if missing
-                      else f"has unknown field {extra[0]}")
+            detail = f"lacks {', '.join(missing)}" if missing else f"has unknown field {extra[0]}"
         raise ContractError(
             codes.SPAN_MALFORMED,
             f"{path} {detail}; a span is {{snapshot, start, end, quote}}",
@@ -596,9 +629,12 @@ def _audit_tuple(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -
         weight = entry["weight"]
         value_type = type(value)
         weight_type = type(weight)
-        if (value_type is not float and value_type is not int) or not 0.0 <= value <= 1.0 \
-                or (weight_type is not float and weight_type is not int) \
-                or not 0.0 <= weight < math.inf:
+        if (
+            (value_type is not float and value_type is not int)
+            or not 0.0 <= value <= 1.0
+            or (weight_type is not float and weight_type is not int)
+            or not 0.0 <= weight < math.inf
+        ):
             _refuse_dimension(key, value, weight)
         total_weight += weight
         score += value * weight
@@ -691,8 +727,7 @@ def _audit_answer(obj: dict[str, Any], codebook: Codebook, identity: _Identity) 
             if digest is None:
                 raise ContractError(
                     codes.SPAN_MALFORMED,
-                    f"{path}.quote_span needs {path}.source_digest to say which source it "
-                    f"quotes",
+                    f"{path}.quote_span needs {path}.source_digest to say which source it quotes",
                 )
             check_span(quote_span, f"{path}.quote_span", {"source": sources[digest]})
         elif claim["supported"] is not None:

@@ -127,8 +127,17 @@ def date_or_datetime(obj: dict[str, Any], key: str, path: str) -> None:
     raise invalid(join(path, key), "an ISO 8601 date or date-time", value)
 
 
-_QUERY = ("id", "text", "question_type", "question_version", "reference_time", "target",
-          "template_id", "domain", "locale")
+_QUERY = (
+    "id",
+    "text",
+    "question_type",
+    "question_version",
+    "reference_time",
+    "target",
+    "template_id",
+    "domain",
+    "locale",
+)
 _QUERY_SET = frozenset(_QUERY)
 _TARGET = ("name", "family")
 _TARGET_SET = frozenset(_TARGET)
@@ -175,8 +184,20 @@ def check_pipeline(pipeline: Any, path: str = "pipeline") -> None:
         raise ContractError(codes.INVALID_FIELD, f"{join(path, 'config')}: {exc}") from None
 
 
-_ANSWER = ("service", "mode", "model", "web_search", "conditions", "collected_at", "status",
-           "failure", "text", "citations", "raw_path", "digest")
+_ANSWER = (
+    "service",
+    "mode",
+    "model",
+    "web_search",
+    "conditions",
+    "collected_at",
+    "status",
+    "failure",
+    "text",
+    "citations",
+    "raw_path",
+    "digest",
+)
 _ANSWER_SET = frozenset(_ANSWER)
 _CONDITIONS = ("region", "language", "login", "personalization")
 _CONDITIONS_SET = frozenset(_CONDITIONS)
@@ -212,7 +233,8 @@ def check_answer(answer: Any, path: str = "answer") -> None:
     elif status == "failed":
         if type(failure) is not str or not failure.strip():
             raise invalid(
-                join(path, "failure"), "a non-empty text for a failed answer (e.g. 'HTTP 429')",
+                join(path, "failure"),
+                "a non-empty text for a failed answer (e.g. 'HTTP 429')",
                 failure,
             )
     else:
@@ -221,16 +243,22 @@ def check_answer(answer: Any, path: str = "answer") -> None:
     if type(citations) is not list:
         raise invalid(join(path, "citations"), "a list", citations)
     for index, citation in enumerate(citations):
-        if type(citation) is dict and citation.keys() == _CITATION_SET \
-                and type(citation["url"]) is str and citation["url"] \
-                and type(citation["kind"]) is str and citation["kind"] in CITATION_KINDS:
+        if (
+            type(citation) is dict
+            and citation.keys() == _CITATION_SET
+            and type(citation["url"]) is str
+            and citation["url"]
+            and type(citation["kind"]) is str
+            and citation["kind"] in CITATION_KINDS
+        ):
             continue
         where = f"{join(path, 'citations')}[{index}]"
         fields(citation, where, _CITATION, exact=_CITATION_SET)
         string(citation, "url", where)
         if type(citation["kind"]) is not str or citation["kind"] not in CITATION_KINDS:
             raise invalid(
-                f"{where}.kind", "one of source_citation, url_mention, name_mention",
+                f"{where}.kind",
+                "one of source_citation, url_mention, name_mention",
                 citation["kind"],
             )
     optional_string(answer, "raw_path", path)
@@ -252,8 +280,9 @@ def check_source(source: Any, path: str, *, observed: bool = False) -> None:
     ``tuple_digest`` and an optional ``sampling``; a record keeps both at its top level.
     """
     if observed:
-        fields(source, path, _OBSERVED_SOURCE, _OBSERVED_SOURCE_OPTIONAL,
-               exact=_OBSERVED_SOURCE_SET)
+        fields(
+            source, path, _OBSERVED_SOURCE, _OBSERVED_SOURCE_OPTIONAL, exact=_OBSERVED_SOURCE_SET
+        )
     else:
         fields(source, path, _SOURCE, exact=_SOURCE_SET)
     string(source, "original_url", path)

@@ -196,3 +196,13 @@ def test_the_command_exits_zero_only_when_everything_was_imported(study, tmp_pat
     assert f"{bad}:3: malformed_json" in err
     assert "nothing was imported" in err
     assert study.tuples.count() == 2
+
+
+def test_a_failed_answer_may_leave_out_its_empty_sources(study):
+    failed = observation(1, failed=True)
+    del failed["sources"]
+
+    batch = observations_import(study=study, data=jsonl(failed), file_name="f.jsonl")
+
+    assert batch.status == ImportStatus.IMPORTED
+    assert (batch.observations_created, batch.tuples_created) == (1, 0)

@@ -31,17 +31,29 @@ SOURCE_RISK_ABSTAIN = ("source-risk", "test-abstain-1")
 ANSWER_CLAIMS = ("answer-claims", "test-1")
 #: Dyadic weights: they sum to exactly 1 in binary floating point.
 WEIGHTS = {"d_Q": 0.5, "d_R": 0.25, "d_P": 0.25}
-SOURCE_ROLES = ("target_owned", "corporate_affiliate", "sponsored", "affiliate_marketing",
-                "competitor", "independent_editorial", "user_generated", "official_public",
-                "unknown")
+SOURCE_ROLES = (
+    "target_owned",
+    "corporate_affiliate",
+    "sponsored",
+    "affiliate_marketing",
+    "competitor",
+    "independent_editorial",
+    "user_generated",
+    "official_public",
+    "unknown",
+)
 VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 
 
 def source_risk_codebook(version: str = SOURCE_RISK[1], **overrides: Any) -> dict[str, Any]:
     book: dict[str, Any] = {
-        "claimgate": "codebook", "format_version": 1,
-        "name": "source-risk", "version": version, "unit": "tuple",
-        "title": "Source risk (tests)", "description": "Codebook of the contract tests.",
+        "claimgate": "codebook",
+        "format_version": 1,
+        "name": "source-risk",
+        "version": version,
+        "unit": "tuple",
+        "title": "Source risk (tests)",
+        "description": "Codebook of the contract tests.",
         "predicates": [
             {"key": key, "label": key, "definition": "test", "shortcut": key.lower()}
             for key in ("I", "A", "M", "D")
@@ -61,9 +73,13 @@ def source_risk_codebook(version: str = SOURCE_RISK[1], **overrides: Any) -> dic
 
 def answer_claims_codebook(**overrides: Any) -> dict[str, Any]:
     book: dict[str, Any] = {
-        "claimgate": "codebook", "format_version": 1,
-        "name": "answer-claims", "version": ANSWER_CLAIMS[1], "unit": "answer",
-        "title": "Answer claims (tests)", "description": "Codebook of the contract tests.",
+        "claimgate": "codebook",
+        "format_version": 1,
+        "name": "answer-claims",
+        "version": ANSWER_CLAIMS[1],
+        "unit": "answer",
+        "title": "Answer claims (tests)",
+        "description": "Codebook of the contract tests.",
         "verdicts": [{"key": key, "label": key, "definition": "test"} for key in VERDICTS],
         "claim_kinds": [
             {"key": "verifiable", "label": "Verifiable", "definition": "test"},
@@ -79,19 +95,22 @@ def answer_claims_codebook(**overrides: Any) -> dict[str, Any]:
 def codebooks() -> dict[tuple[str, str], Codebook]:
     books = [
         codebook_from_dict(source_risk_codebook()),
-        codebook_from_dict(source_risk_codebook(
-            SOURCE_RISK_ABSTAIN[1], answerability_policy="abstain_when_unresolved"
-        )),
+        codebook_from_dict(
+            source_risk_codebook(
+                SOURCE_RISK_ABSTAIN[1], answerability_policy="abstain_when_unresolved"
+            )
+        ),
         codebook_from_dict(answer_claims_codebook()),
     ]
     return {book.key: book for book in books}
 
 
 QUERY_TEXT = "Which router is best for a small office?"
-ANSWER_TEXT = ("The Acme X2 is the best router for small offices. "
-               "It handles 50 devices at once.")
-SOURCE_TEXT = ("RouterDeals earns a commission on every Acme X2 sold. "
-               "The Acme X2 is the best router for small offices.")
+ANSWER_TEXT = "The Acme X2 is the best router for small offices. It handles 50 devices at once."
+SOURCE_TEXT = (
+    "RouterDeals earns a commission on every Acme X2 sold. "
+    "The Acme X2 is the best router for small offices."
+)
 #: (snapshot, quote) cited for each judgment by default.
 DEFAULT_EVIDENCE = {
     "I": ("source", "earns a commission on every Acme X2 sold"),
@@ -100,8 +119,19 @@ DEFAULT_EVIDENCE = {
     "D": ("answer", "The Acme X2 is the best router for small offices."),
     "passage_support": ("source", "The Acme X2 is the best router for small offices"),
 }
-ANNOTATION_FIELDS = ("kind", "annotator", "predicates", "passage_support", "source_role",
-                     "spans", "evidence", "rationale", "assisted", "claims", "verdicts")
+ANNOTATION_FIELDS = (
+    "kind",
+    "annotator",
+    "predicates",
+    "passage_support",
+    "source_role",
+    "spans",
+    "evidence",
+    "rationale",
+    "assisted",
+    "claims",
+    "verdicts",
+)
 
 
 def span_of(text: str, quote: str, snapshot: str) -> dict[str, Any]:
@@ -114,10 +144,15 @@ def span_of(text: str, quote: str, snapshot: str) -> dict[str, Any]:
 
 def query(index: int = 0, text: str = QUERY_TEXT) -> dict[str, Any]:
     return {
-        "id": f"q-{index:04d}", "text": text, "question_type": "natural_discovery",
-        "question_version": "1", "reference_time": "2026-05-01",
+        "id": f"q-{index:04d}",
+        "text": text,
+        "question_type": "natural_discovery",
+        "question_version": "1",
+        "reference_time": "2026-05-01",
         "target": {"name": "Acme X2", "family": "acme-routers"},
-        "template_id": "best-product-for", "domain": "consumer-electronics", "locale": "en-US",
+        "template_id": "best-product-for",
+        "domain": "consumer-electronics",
+        "locale": "en-US",
     }
 
 
@@ -126,26 +161,34 @@ PIPELINE = {"name": "claimgate-tests", "version": "0.1.0", "config": {"temperatu
 
 def answer(text: str = ANSWER_TEXT, *, failed: bool = False) -> dict[str, Any]:
     return {
-        "service": "example-search", "mode": "default", "model": None, "web_search": True,
-        "conditions": {"region": "DE", "language": "en", "login": False,
-                       "personalization": None},
+        "service": "example-search",
+        "mode": "default",
+        "model": None,
+        "web_search": True,
+        "conditions": {"region": "DE", "language": "en", "login": False, "personalization": None},
         "collected_at": "2026-05-02T10:00:00Z",
         "status": "failed" if failed else "complete",
         "failure": "HTTP 429" if failed else None,
         "text": "" if failed else text,
-        "citations": [] if failed else [
-            {"url": "https://routerdeals.example/acme-x2", "kind": "source_citation"}
-        ],
+        "citations": []
+        if failed
+        else [{"url": "https://routerdeals.example/acme-x2", "kind": "source_citation"}],
         "raw_path": "raw/2026-05-02/0001.html",
         "digest": snapshot_digest("" if failed else text),
     }
 
 
-def source(text: str = SOURCE_TEXT, rank: int | None = 1, url: str = "routerdeals.example/x2",
-           ) -> dict[str, Any]:
+def source(
+    text: str = SOURCE_TEXT,
+    rank: int | None = 1,
+    url: str = "routerdeals.example/x2",
+) -> dict[str, Any]:
     return {
-        "original_url": f"https://{url}?utm=1", "canonical_url": f"https://{url}",
-        "rank": rank, "collected_at": "2026-05-02T10:00:05+02:00", "text": text,
+        "original_url": f"https://{url}?utm=1",
+        "canonical_url": f"https://{url}",
+        "rank": rank,
+        "collected_at": "2026-05-02T10:00:05+02:00",
+        "text": text,
         "digest": snapshot_digest(text),
     }
 
@@ -157,15 +200,18 @@ def seal(record: dict[str, Any]) -> dict[str, Any]:
         for item in record["sources"]:
             item["digest"] = snapshot_digest(item["text"])
         record["unit_digest"] = unit_digest(
-            query=record["query"], answer=record["answer"],
+            query=record["query"],
+            answer=record["answer"],
             source_digests=[item["digest"] for item in record["sources"]],
             pipeline=record["pipeline"],
         )
     else:
         record["source"]["digest"] = snapshot_digest(record["source"]["text"])
         record["tuple_digest"] = tuple_digest(
-            query=record["query"], source_digest=record["source"]["digest"],
-            answer_digest=record["answer"]["digest"], pipeline=record["pipeline"],
+            query=record["query"],
+            source_digest=record["source"]["digest"],
+            answer_digest=record["answer"]["digest"],
+            pipeline=record["pipeline"],
         )
     return reseal(record)
 
@@ -203,7 +249,8 @@ def make_record(*, sealed: bool = True, **overrides: Any) -> dict[str, Any]:
         if values.get(key) is not None
     }
     record: dict[str, Any] = {
-        "claimgate": "record", "format_version": 1,
+        "claimgate": "record",
+        "format_version": 1,
         "codebook": {"name": SOURCE_RISK[0], "version": SOURCE_RISK[1]},
         "query": query(text=texts["query"]),
         "pipeline": copy.deepcopy(PIPELINE),
@@ -212,8 +259,10 @@ def make_record(*, sealed: bool = True, **overrides: Any) -> dict[str, Any]:
         "tuple_digest": "",
         "sampling": None,
         "annotation": {
-            "kind": "independent", "annotator": "a7",
-            "predicates": predicates, "passage_support": support,
+            "kind": "independent",
+            "annotator": "a7",
+            "predicates": predicates,
+            "passage_support": support,
             "source_role": "affiliate_marketing",
             "spans": spans,
             "evidence": {
@@ -221,7 +270,8 @@ def make_record(*, sealed: bool = True, **overrides: Any) -> dict[str, Any]:
                 "d_R": {"value": 0.2, "weight": 0.25},
                 "d_P": {"value": 0.4, "weight": 0.25},
             },
-            "rationale": None, "assisted": None,
+            "rationale": None,
+            "assisted": None,
         },
         "parents": [],
     }
@@ -236,24 +286,40 @@ CLAIM_SOURCES = (
 )
 
 
-def make_answer_record(*, sealed: bool = True, failed: bool = False,
-                       **overrides: Any) -> dict[str, Any]:
+def make_answer_record(
+    *, sealed: bool = True, failed: bool = False, **overrides: Any
+) -> dict[str, Any]:
     """A valid ``answer-claims`` record: one verifiable, supported claim and one opinion."""
     text = overrides.pop("answer_text", ANSWER_CLAIMS_TEXT)
-    sources = [source(item, rank=i + 1, url=f"museum.example/{i}")
-               for i, item in enumerate(CLAIM_SOURCES)]
+    sources = [
+        source(item, rank=i + 1, url=f"museum.example/{i}") for i, item in enumerate(CLAIM_SOURCES)
+    ]
     claims = [
-        {"id": "c1", "span": span_of(text, "The museum opens at 9 am on Sundays", "answer"),
-         "source_digest": sources[0]["digest"],
-         "quote_span": span_of(CLAIM_SOURCES[0], "opens at 9 am on Sundays", "source"),
-         "supported": True, "accurate": True, "kind": "verifiable", "reason": "same hours"},
-        {"id": "c2", "span": span_of(text, "It is worth booking ahead", "answer"),
-         "source_digest": None, "quote_span": None,
-         "supported": None, "accurate": None, "kind": "not_truth_apt", "reason": "advice"},
+        {
+            "id": "c1",
+            "span": span_of(text, "The museum opens at 9 am on Sundays", "answer"),
+            "source_digest": sources[0]["digest"],
+            "quote_span": span_of(CLAIM_SOURCES[0], "opens at 9 am on Sundays", "source"),
+            "supported": True,
+            "accurate": True,
+            "kind": "verifiable",
+            "reason": "same hours",
+        },
+        {
+            "id": "c2",
+            "span": span_of(text, "It is worth booking ahead", "answer"),
+            "source_digest": None,
+            "quote_span": None,
+            "supported": None,
+            "accurate": None,
+            "kind": "not_truth_apt",
+            "reason": "advice",
+        },
     ]
     verdicts = {key: {"value": True, "reason": "test"} for key in VERDICTS}
     record: dict[str, Any] = {
-        "claimgate": "record", "format_version": 1,
+        "claimgate": "record",
+        "format_version": 1,
         "codebook": {"name": ANSWER_CLAIMS[0], "version": ANSWER_CLAIMS[1]},
         "query": query(text="When does the museum open on Sunday?"),
         "pipeline": copy.deepcopy(PIPELINE),
@@ -262,7 +328,10 @@ def make_answer_record(*, sealed: bool = True, failed: bool = False,
         "unit_digest": "",
         "sampling": None,
         "annotation": {
-            "kind": "independent", "annotator": "a7", "assisted": None, "rationale": None,
+            "kind": "independent",
+            "annotator": "a7",
+            "assisted": None,
+            "rationale": None,
             "claims": [] if failed else claims,
             "verdicts": None if failed else verdicts,
         },
@@ -272,29 +341,44 @@ def make_answer_record(*, sealed: bool = True, failed: bool = False,
     return seal(record) if sealed else record
 
 
-def make_observation(index: int = 0, sources: int = 2, *, failed: bool = False,
-                     ) -> dict[str, Any]:
+def make_observation(
+    index: int = 0,
+    sources: int = 2,
+    *,
+    failed: bool = False,
+) -> dict[str, Any]:
     """A valid observation line: one answer with ``sources`` distinct sources."""
     the_query = query(index)
     the_answer = answer(f"{ANSWER_TEXT} (observation {index})", failed=failed)
     items = []
     for number in range(0 if failed else sources):
-        item = source(f"{SOURCE_TEXT} (observation {index}, source {number})", rank=number + 1,
-                      url=f"example.org/{index}/{number}")
-        item["tuple_digest"] = tuple_digest(
-            query=the_query, source_digest=item["digest"],
-            answer_digest=the_answer["digest"], pipeline=PIPELINE,
+        item = source(
+            f"{SOURCE_TEXT} (observation {index}, source {number})",
+            rank=number + 1,
+            url=f"example.org/{index}/{number}",
         )
-        item["sampling"] = {"stratum": "consumer-electronics/high",
-                            "inclusion_probability": 0.25}
+        item["tuple_digest"] = tuple_digest(
+            query=the_query,
+            source_digest=item["digest"],
+            answer_digest=the_answer["digest"],
+            pipeline=PIPELINE,
+        )
+        item["sampling"] = {"stratum": "consumer-electronics/high", "inclusion_probability": 0.25}
         items.append(item)
-    return {"query": the_query, "pipeline": copy.deepcopy(PIPELINE), "answer": the_answer,
-            "sources": items}
+    return {
+        "query": the_query,
+        "pipeline": copy.deepcopy(PIPELINE),
+        "answer": the_answer,
+        "sources": items,
+    }
 
 
 def header(codebook: tuple[str, str] = SOURCE_RISK) -> dict[str, Any]:
-    return {"claimgate": "observations", "format_version": 1,
-            "codebook": {"name": codebook[0], "version": codebook[1]}}
+    return {
+        "claimgate": "observations",
+        "format_version": 1,
+        "codebook": {"name": codebook[0], "version": codebook[1]},
+    }
 
 
 def observation_file(observations: list[Any], *, head: Any = None) -> bytes:

@@ -50,20 +50,32 @@ def test_unresolved_claim_makes_supported_null():
     assert check_record(reseal(record), CODEBOOKS).supported is None
 
 
-@pytest.mark.parametrize(("mutate", "code", "words"), [
-    (lambda c: c.update(span={"snapshot": "source", "start": 0, "end": 3, "quote": "Ope"}),
-     codes.SPAN_MALFORMED, "claims[0].span.snapshot"),
-    (lambda c: c["span"].update(end=999), codes.SPAN_OUT_OF_RANGE, "claims[0].span"),
-    (lambda c: c["quote_span"].update(quote="nope"), codes.SPAN_QUOTE_MISMATCH,
-     "claims[0].quote_span.quote"),
-    (lambda c: c.update(quote_span=None), codes.SPAN_MISSING, "claims[0].quote_span"),
-    (lambda c: c.update(source_digest="f" * 64), codes.INVALID_FIELD,
-     "claims[0].source_digest"),
-    (lambda c: c.update(supported=1), codes.INVALID_FIELD, "claims[0].supported"),
-    (lambda c: c.update(accurate="true"), codes.INVALID_FIELD, "claims[0].accurate"),
-    (lambda c: c.update(kind="fact"), codes.INVALID_FIELD, "claims[0].kind"),
-    (lambda c: c.pop("reason"), codes.MISSING_FIELD, "claims[0].reason"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "code", "words"),
+    [
+        (
+            lambda c: c.update(span={"snapshot": "source", "start": 0, "end": 3, "quote": "Ope"}),
+            codes.SPAN_MALFORMED,
+            "claims[0].span.snapshot",
+        ),
+        (lambda c: c["span"].update(end=999), codes.SPAN_OUT_OF_RANGE, "claims[0].span"),
+        (
+            lambda c: c["quote_span"].update(quote="nope"),
+            codes.SPAN_QUOTE_MISMATCH,
+            "claims[0].quote_span.quote",
+        ),
+        (lambda c: c.update(quote_span=None), codes.SPAN_MISSING, "claims[0].quote_span"),
+        (
+            lambda c: c.update(source_digest="f" * 64),
+            codes.INVALID_FIELD,
+            "claims[0].source_digest",
+        ),
+        (lambda c: c.update(supported=1), codes.INVALID_FIELD, "claims[0].supported"),
+        (lambda c: c.update(accurate="true"), codes.INVALID_FIELD, "claims[0].accurate"),
+        (lambda c: c.update(kind="fact"), codes.INVALID_FIELD, "claims[0].kind"),
+        (lambda c: c.pop("reason"), codes.MISSING_FIELD, "claims[0].reason"),
+    ],
+)
 def test_bad_claim_is_refused(mutate, code, words):
     record = make_answer_record()
     mutate(record["annotation"]["claims"][0])
@@ -101,14 +113,17 @@ def test_unit_digest_binds_the_source_order():
     assert result.reason == codes.UNIT_DIGEST_MISMATCH
 
 
-@pytest.mark.parametrize(("values", "expected"), [
-    ([], None),
-    ([True], True),
-    ([True, True], True),
-    ([True, None], None),
-    ([True, False, None], False),
-    ([None, None], None),
-])
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([], None),
+        ([True], True),
+        ([True, True], True),
+        ([True, None], None),
+        ([True, False, None], False),
+        ([None, None], None),
+    ],
+)
 def test_summarize_supported(values, expected):
     claims = [{"kind": "verifiable", "supported": value} for value in values]
     claims.append({"kind": "not_truth_apt", "supported": False})  # never counted

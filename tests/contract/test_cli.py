@@ -14,8 +14,17 @@ from tests.contract.factories import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = ["line", "ok", "reason", "message", "endpoint", "short_circuit", "priority", "action",
-        "record_digest"]
+KEYS = [
+    "line",
+    "ok",
+    "reason",
+    "message",
+    "endpoint",
+    "short_circuit",
+    "priority",
+    "action",
+    "record_digest",
+]
 
 
 def _run(tmp_path: Path, lines: list[bytes], *extra: str) -> subprocess.CompletedProcess:
@@ -25,7 +34,11 @@ def _run(tmp_path: Path, lines: list[bytes], *extra: str) -> subprocess.Complete
     records.write_bytes(b"".join(line + b"\n" for line in lines))
     return subprocess.run(
         [sys.executable, "-m", "audit.check", str(records), "--codebook", str(book), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -44,8 +57,14 @@ def test_good_and_unresolved_lines_exit_zero(tmp_path):
     rows = _rows(completed)
     assert [list(row) for row in rows] == [KEYS, KEYS]
     assert rows[0] == {
-        "line": 1, "ok": True, "reason": None, "message": None, "endpoint": 1,
-        "short_circuit": 1, "priority": rows[0]["priority"], "action": "CONTEXTUALIZE",
+        "line": 1,
+        "ok": True,
+        "reason": None,
+        "message": None,
+        "endpoint": 1,
+        "short_circuit": 1,
+        "priority": rows[0]["priority"],
+        "action": "CONTEXTUALIZE",
         "record_digest": good["record_digest"],
     }
     assert (rows[1]["endpoint"], rows[1]["action"]) == (None, "REVIEW")
@@ -54,10 +73,17 @@ def test_good_and_unresolved_lines_exit_zero(tmp_path):
 def test_malformed_and_refused_lines_exit_one(tmp_path):
     refused = make_record()
     refused["annotation"]["predicates"]["I"] = "U"
-    completed = _run(tmp_path, [
-        json.dumps(make_record()).encode(), b"{oops", json.dumps(refused).encode(), b"\xff",
-        b"", b"42",
-    ])
+    completed = _run(
+        tmp_path,
+        [
+            json.dumps(make_record()).encode(),
+            b"{oops",
+            json.dumps(refused).encode(),
+            b"\xff",
+            b"",
+            b"42",
+        ],
+    )
     assert completed.returncode == 1
     rows = _rows(completed)
     assert [(row["line"], row["ok"], row["reason"]) for row in rows] == [
@@ -74,12 +100,22 @@ def test_malformed_and_refused_lines_exit_one(tmp_path):
 def test_missing_file_is_a_usage_error(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "audit.check", str(tmp_path / "absent.jsonl")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert completed.returncode == 2
     assert "absent.jsonl" in completed.stderr
-    no_args = subprocess.run([sys.executable, "-m", "audit.check"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=60, check=False)
+    no_args = subprocess.run(
+        [sys.executable, "-m", "audit.check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert no_args.returncode == 2
 
 
@@ -90,7 +126,11 @@ def test_bad_codebook_is_a_usage_error(tmp_path):
     records.write_text("", encoding="utf-8")
     completed = subprocess.run(
         [sys.executable, "-m", "audit.check", str(records), "--codebook", str(book)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert completed.returncode == 2
     assert "missing_field" in completed.stderr

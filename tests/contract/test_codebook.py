@@ -38,23 +38,34 @@ def test_shipped_codebooks_load(path):
 
 def _dimensions(*weights: float, first: str = "d_Q") -> list[dict]:
     keys = [first, "d_R", "d_P"]
-    return [{"key": key, "label": key, "weight": w, "definition": "x"}
-            for key, w in zip(keys, weights, strict=False)]
+    return [
+        {"key": key, "label": key, "weight": w, "definition": "x"}
+        for key, w in zip(keys, weights, strict=False)
+    ]
 
 
-@pytest.mark.parametrize(("overrides", "code", "words"), [
-    ({"evidence_dimensions": _dimensions(0.5, 0.25, 0.5)}, codes.WEIGHTS_UNNORMALIZED, "sum"),
-    ({"evidence_dimensions": _dimensions(1.25, -0.25)}, codes.WEIGHTS_UNNORMALIZED,
-     "non-negative"),
-    ({"evidence_dimensions": _dimensions(0.5, 0.5, first="d_X")}, codes.DIMENSIONS_MISMATCH,
-     "d_Q"),
-    ({"evidence_dimensions": _dimensions("0.5", 0.5)}, codes.INVALID_FIELD, "weight"),
-    ({"unit": "page"}, codes.INVALID_FIELD, "unit"),
-    ({"answerability_policy": "always"}, codes.INVALID_FIELD, "answerability_policy"),
-    ({"format_version": 2}, codes.UNKNOWN_FORMAT, "format version"),
-    ({"answerabilty_policy": None}, codes.UNKNOWN_FIELD, "answerabilty_policy"),
-    ({"predicates": [{"key": "I"}]}, codes.INVALID_FIELD, "predicates"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "code", "words"),
+    [
+        ({"evidence_dimensions": _dimensions(0.5, 0.25, 0.5)}, codes.WEIGHTS_UNNORMALIZED, "sum"),
+        (
+            {"evidence_dimensions": _dimensions(1.25, -0.25)},
+            codes.WEIGHTS_UNNORMALIZED,
+            "non-negative",
+        ),
+        (
+            {"evidence_dimensions": _dimensions(0.5, 0.5, first="d_X")},
+            codes.DIMENSIONS_MISMATCH,
+            "d_Q",
+        ),
+        ({"evidence_dimensions": _dimensions("0.5", 0.5)}, codes.INVALID_FIELD, "weight"),
+        ({"unit": "page"}, codes.INVALID_FIELD, "unit"),
+        ({"answerability_policy": "always"}, codes.INVALID_FIELD, "answerability_policy"),
+        ({"format_version": 2}, codes.UNKNOWN_FORMAT, "format version"),
+        ({"answerabilty_policy": None}, codes.UNKNOWN_FIELD, "answerabilty_policy"),
+        ({"predicates": [{"key": "I"}]}, codes.INVALID_FIELD, "predicates"),
+    ],
+)
 def test_bad_codebook_is_refused(overrides, code, words):
     with pytest.raises(ContractError) as caught:
         codebook_from_dict(source_risk_codebook(**overrides))

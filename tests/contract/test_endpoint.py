@@ -33,14 +33,17 @@ def test_short_circuit_resolves_66_states_and_agrees_when_complete():
             assert resolve_short_circuit(*state) == resolve_complete_case(*state)
 
 
-@pytest.mark.parametrize(("endpoint", "policy", "action"), [
-    (0, None, "PASS"),
-    (1, None, "CONTEXTUALIZE"),
-    (None, None, "REVIEW"),
-    (0, "abstain_when_unresolved", "PASS"),
-    (1, "abstain_when_unresolved", "CONTEXTUALIZE"),
-    (None, "abstain_when_unresolved", "ABSTAIN"),
-])
+@pytest.mark.parametrize(
+    ("endpoint", "policy", "action"),
+    [
+        (0, None, "PASS"),
+        (1, None, "CONTEXTUALIZE"),
+        (None, None, "REVIEW"),
+        (0, "abstain_when_unresolved", "PASS"),
+        (1, "abstain_when_unresolved", "CONTEXTUALIZE"),
+        (None, "abstain_when_unresolved", "ABSTAIN"),
+    ],
+)
 def test_policy_action(endpoint, policy, action):
     assert policy_action(endpoint, policy) == action
 

@@ -21,8 +21,11 @@ def _reasons(parsed):
 
 def test_good_file_parses_in_order_with_its_tuples():
     # given a header and three observations, one of them failed (no sources)
-    observations = [make_observation(0), make_observation(1, sources=3),
-                    make_observation(2, failed=True)]
+    observations = [
+        make_observation(0),
+        make_observation(1, sources=3),
+        make_observation(2, failed=True),
+    ]
     # when parsed
     parsed = parse_observation_file(observation_file(observations), CODEBOOKS)
     # then
@@ -49,9 +52,15 @@ def test_every_bad_line_is_listed_not_just_the_first():
     # given a file with a malformed line, a wrong digest and a non-object between good lines
     wrong_digest = make_observation(2)
     wrong_digest["answer"]["digest"] = "0" * 64
-    data = observation_file([
-        make_observation(0), b"{not json", wrong_digest, b"[1, 2]", make_observation(4),
-    ])
+    data = observation_file(
+        [
+            make_observation(0),
+            b"{not json",
+            wrong_digest,
+            b"[1, 2]",
+            make_observation(4),
+        ]
+    )
     # when parsed
     parsed = parse_observation_file(data, CODEBOOKS)
     # then each bad line is named
@@ -167,7 +176,8 @@ def test_blank_lines_are_errors_except_the_final_newline():
     lines = data.split(b"\n")
     with_gap = b"\n".join([lines[0], lines[1], b"", lines[2]]) + b"\n\n"
     assert _reasons(parse_observation_file(with_gap, CODEBOOKS)) == [
-        (3, codes.MALFORMED_JSON), (5, codes.MALFORMED_JSON)
+        (3, codes.MALFORMED_JSON),
+        (5, codes.MALFORMED_JSON),
     ]
 
 

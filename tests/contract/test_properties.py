@@ -16,10 +16,14 @@ from tests.contract.factories import codebooks, make_record, reseal
 CODEBOOKS = codebooks()
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -41,11 +45,23 @@ def test_canonical_json_does_not_depend_on_key_order(value):
 
 # Text with the awkward parts of Unicode mixed in: combining accents (NFD), CJK, emoji
 # including skin tones and ZWJ sequences, right-to-left scripts, line separators.
-AWKWARD = ["e\u0301", "\u65e5\u672c\u8a9e", "\U0001f600", "\U0001f44d\U0001f3fd",
-           "\U0001f469\u200d\U0001f469\u200d\U0001f467", "\u05e9\u05dc\u05d5\u05dd",
-           "\u0645\u0631\u062d\u0628\u0627", "\u2028", "\"\\", "\x00"]
-unicode_text = st.lists(st.text(min_size=0, max_size=6) | st.sampled_from(AWKWARD),
-                        min_size=1, max_size=12).map("".join).filter(bool)
+AWKWARD = [
+    "e\u0301",
+    "\u65e5\u672c\u8a9e",
+    "\U0001f600",
+    "\U0001f44d\U0001f3fd",
+    "\U0001f469\u200d\U0001f469\u200d\U0001f467",
+    "\u05e9\u05dc\u05d5\u05dd",
+    "\u0645\u0631\u062d\u0628\u0627",
+    "\u2028",
+    '"\\',
+    "\x00",
+]
+unicode_text = (
+    st.lists(st.text(min_size=0, max_size=6) | st.sampled_from(AWKWARD), min_size=1, max_size=12)
+    .map("".join)
+    .filter(bool)
+)
 
 
 @given(
@@ -58,8 +74,9 @@ def test_fast_tuple_digest_equals_the_reference(query_text, source_digest, confi
     pipeline = {"name": "p", "version": "1", "config": config}
     assert tuple_digest_unchecked(
         query=query, source_digest=source_digest, answer_digest="a", pipeline=pipeline
-    ) == tuple_digest(query=query, source_digest=source_digest, answer_digest="a",
-                      pipeline=pipeline)
+    ) == tuple_digest(
+        query=query, source_digest=source_digest, answer_digest="a", pipeline=pipeline
+    )
 
 
 STATES = list(itertools.product((0, 1, None), repeat=4))
@@ -123,13 +140,13 @@ def test_off_by_one_quotes_are_refused(case, how):
     quote = text[start:end]
     if how == "longer":
         assume(end < len(text))
-        bad = text[start:end + 1]
+        bad = text[start : end + 1]
     elif how == "shorter":
         assume(end - start >= 2)
-        bad = text[start:end - 1]
+        bad = text[start : end - 1]
     else:
-        assume(end < len(text) and text[start + 1:end + 1] != quote)
-        bad = text[start + 1:end + 1]
+        assume(end < len(text) and text[start + 1 : end + 1] != quote)
+        bad = text[start + 1 : end + 1]
     result = check_record(_record_with_span(text, start, end, bad), CODEBOOKS)
     assert result.reason == codes.SPAN_QUOTE_MISMATCH
 

@@ -106,6 +106,7 @@ def _set(path: str, value: Any) -> Mutation:
             target[int(last)] = value
         else:
             target[last] = value
+
     return mutate
 
 
@@ -116,18 +117,21 @@ def _delete(path: str) -> Mutation:
         for key in parents:
             target = target[key]
         del target[last]
+
     return mutate
 
 
 def _span(judgment: str, **changes: Any) -> Mutation:
     def mutate(record: dict[str, Any]) -> None:
         record["annotation"]["spans"][judgment][0].update(changes)
+
     return mutate
 
 
 def _evidence(key: str, field: str, value: Any) -> Mutation:
     def mutate(record: dict[str, Any]) -> None:
         record["annotation"]["evidence"][key][field] = value
+
     return mutate
 
 
@@ -135,6 +139,7 @@ def _weights(d_q: float, d_r: float, d_p: float) -> Mutation:
     def mutate(record: dict[str, Any]) -> None:
         for key, weight in (("d_Q", d_q), ("d_R", d_r), ("d_P", d_p)):
             record["annotation"]["evidence"][key]["weight"] = weight
+
     return mutate
 
 
@@ -143,111 +148,347 @@ def _weights(d_q: float, d_r: float, d_p: float) -> Mutation:
 CASES: list[tuple[str, Mutation, str, str, bool]] = [
     ("not an object", lambda r: [], codes.NOT_AN_OBJECT, "JSON object", False),
     ("missing codebook", _delete("codebook"), codes.MISSING_FIELD, "codebook", True),
-    ("missing codebook version", _delete("codebook.version"), codes.MISSING_FIELD,
-     "codebook.version", True),
-    ("missing pipeline field", _delete("pipeline.version"), codes.MISSING_FIELD,
-     "pipeline.version", True),
-    ("missing query target family", _delete("query.target.family"), codes.MISSING_FIELD,
-     "query.target.family", True),
-    ("unknown top-level field", _set("sampeling", None), codes.UNKNOWN_FIELD, "sampeling",
-     True),
-    ("unknown answer field", _set("answer.modle", "x"), codes.UNKNOWN_FIELD, "answer.modle",
-     True),
-    ("wrong question type", _set("query.question_type", "trivia"), codes.INVALID_FIELD,
-     "query.question_type", True),
-    ("collected_at without offset", _set("answer.collected_at", "2026-05-02T10:00:00"),
-     codes.INVALID_FIELD, "answer.collected_at", True),
-    ("reference_time not a date", _set("query.reference_time", "yesterday"),
-     codes.INVALID_FIELD, "query.reference_time", True),
+    (
+        "missing codebook version",
+        _delete("codebook.version"),
+        codes.MISSING_FIELD,
+        "codebook.version",
+        True,
+    ),
+    (
+        "missing pipeline field",
+        _delete("pipeline.version"),
+        codes.MISSING_FIELD,
+        "pipeline.version",
+        True,
+    ),
+    (
+        "missing query target family",
+        _delete("query.target.family"),
+        codes.MISSING_FIELD,
+        "query.target.family",
+        True,
+    ),
+    ("unknown top-level field", _set("sampeling", None), codes.UNKNOWN_FIELD, "sampeling", True),
+    ("unknown answer field", _set("answer.modle", "x"), codes.UNKNOWN_FIELD, "answer.modle", True),
+    (
+        "wrong question type",
+        _set("query.question_type", "trivia"),
+        codes.INVALID_FIELD,
+        "query.question_type",
+        True,
+    ),
+    (
+        "collected_at without offset",
+        _set("answer.collected_at", "2026-05-02T10:00:00"),
+        codes.INVALID_FIELD,
+        "answer.collected_at",
+        True,
+    ),
+    (
+        "reference_time not a date",
+        _set("query.reference_time", "yesterday"),
+        codes.INVALID_FIELD,
+        "query.reference_time",
+        True,
+    ),
     ("rank zero", _set("source.rank", 0), codes.INVALID_FIELD, "source.rank", True),
-    ("complete answer with failure", _set("answer.failure", "HTTP 429"), codes.INVALID_FIELD,
-     "answer.failure", True),
-    ("bad citation kind", _set("answer.citations.0.kind", "link"), codes.INVALID_FIELD,
-     "answer.citations[0].kind", True),
-    ("login not boolean", _set("answer.conditions.login", "no"), codes.INVALID_FIELD,
-     "answer.conditions.login", True),
-    ("unknown source role", _set("annotation.source_role", "friend"), codes.INVALID_FIELD,
-     "annotation.source_role", True),
+    (
+        "complete answer with failure",
+        _set("answer.failure", "HTTP 429"),
+        codes.INVALID_FIELD,
+        "answer.failure",
+        True,
+    ),
+    (
+        "bad citation kind",
+        _set("answer.citations.0.kind", "link"),
+        codes.INVALID_FIELD,
+        "answer.citations[0].kind",
+        True,
+    ),
+    (
+        "login not boolean",
+        _set("answer.conditions.login", "no"),
+        codes.INVALID_FIELD,
+        "answer.conditions.login",
+        True,
+    ),
+    (
+        "unknown source role",
+        _set("annotation.source_role", "friend"),
+        codes.INVALID_FIELD,
+        "annotation.source_role",
+        True,
+    ),
     ("bad parent", _set("parents", ["abc"]), codes.INVALID_FIELD, "parents[0]", True),
-    ("bad sampling", _set("sampling", {"stratum": "x", "inclusion_probability": 0}),
-     codes.INVALID_FIELD, "sampling.inclusion_probability", True),
-    ("wrong format", _set("claimgate", "observations"), codes.UNKNOWN_FORMAT, "record",
-     True),
-    ("unknown codebook", _set("codebook", {"name": "source-risk", "version": "9"}),
-     codes.UNKNOWN_CODEBOOK, "source-risk 9", True),
-    ("answer digest", _set("answer.digest", "0" * 64), codes.ANSWER_DIGEST_MISMATCH,
-     "answer.digest", False),
-    ("source digest", _set("source.digest", "0" * 64), codes.SOURCE_DIGEST_MISMATCH,
-     "source.digest", False),
-    ("tuple digest", _set("tuple_digest", "0" * 64), codes.TUPLE_DIGEST_MISMATCH,
-     "tuple_digest", True),
-    ("record digest", _set("annotation.rationale", "edited"), codes.RECORD_DIGEST_MISMATCH,
-     "record_digest", False),
-    ("predicate string U", _set("annotation.predicates.I", "U"), codes.PREDICATE_STRING,
-     "annotation.predicates.I", True),
-    ("predicate string 1", _set("annotation.predicates.A", "1"), codes.PREDICATE_STRING,
-     "annotation.predicates.A", True),
-    ("predicate true", _set("annotation.predicates.M", True), codes.PREDICATE_BOOLEAN,
-     "annotation.predicates.M", True),
-    ("predicate false", _set("annotation.predicates.D", False), codes.PREDICATE_BOOLEAN,
-     "annotation.predicates.D", True),
-    ("predicate 1.0", _set("annotation.predicates.I", 1.0), codes.PREDICATE_FLOAT,
-     "annotation.predicates.I", True),
-    ("predicate 0.0", _set("annotation.predicates.D", 0.0), codes.PREDICATE_FLOAT,
-     "annotation.predicates.D", True),
-    ("predicate 2", _set("annotation.predicates.I", 2), codes.PREDICATE_OUT_OF_RANGE,
-     "annotation.predicates.I", True),
-    ("predicate -1", _set("annotation.predicates.A", -1), codes.PREDICATE_OUT_OF_RANGE,
-     "annotation.predicates.A", True),
-    ("predicate missing", _delete("annotation.predicates.M"), codes.PREDICATE_MISSING,
-     "annotation.predicates.M", True),
-    ("predicate list", _set("annotation.predicates.I", [1]), codes.PREDICATE_TYPE,
-     "annotation.predicates.I", True),
-    ("unknown predicate", _set("annotation.predicates.X", 1), codes.UNKNOWN_FIELD,
-     "annotation.predicates.X", True),
-    ("passage support string", _set("annotation.passage_support", "U"),
-     codes.PREDICATE_STRING, "annotation.passage_support", True),
-    ("passage support missing", _delete("annotation.passage_support"),
-     codes.PREDICATE_MISSING, "annotation.passage_support", True),
-    ("span without quote", lambda r: r["annotation"]["spans"]["I"][0].pop("quote"),
-     codes.SPAN_MALFORMED, "annotation.spans.I[0]", True),
-    ("span snapshot unknown", _span("I", snapshot="page"), codes.SPAN_MALFORMED,
-     "annotation.spans.I[0].snapshot", True),
-    ("span start float", _span("A", start=0.0), codes.SPAN_MALFORMED,
-     "annotation.spans.A[0]", True),
-    ("spans not a list", _set("annotation.spans.A", {"start": 0}), codes.SPAN_MALFORMED,
-     "annotation.spans.A", True),
-    ("span for no judgment", _set("annotation.spans.Z", []), codes.SPAN_MALFORMED,
-     "annotation.spans.Z", True),
-    ("span past the end", _span("I", end=10_000), codes.SPAN_OUT_OF_RANGE,
-     "annotation.spans.I[0]", True),
-    ("span negative start", _span("I", start=-1), codes.SPAN_OUT_OF_RANGE,
-     "annotation.spans.I[0]", True),
-    ("span empty", _span("I", end=0, start=0), codes.SPAN_OUT_OF_RANGE,
-     "annotation.spans.I[0]", True),
-    ("span quote differs", _span("M", quote="BEST FOR A SMALL OFFICE"),
-     codes.SPAN_QUOTE_MISMATCH, "annotation.spans.M[0].quote", True),
-    ("span missing for resolved", _delete("annotation.spans.D"), codes.SPAN_MISSING,
-     "annotation.spans.D", True),
-    ("span list empty for resolved", _set("annotation.spans.A", []), codes.SPAN_MISSING,
-     "annotation.spans.A", True),
-    ("dimension renamed",
-     lambda r: r["annotation"]["evidence"].update(d_X=r["annotation"]["evidence"].pop("d_R")),
-     codes.DIMENSIONS_MISMATCH, "d_R", True),
-    ("dimension missing", _delete("annotation.evidence.d_P"), codes.DIMENSIONS_MISMATCH,
-     "d_P", True),
-    ("dimension value above 1", _evidence("d_Q", "value", 1.5),
-     codes.DIMENSION_VALUE_OUT_OF_RANGE, "annotation.evidence.d_Q.value", True),
-    ("dimension value negative", _evidence("d_R", "value", -0.1),
-     codes.DIMENSION_VALUE_OUT_OF_RANGE, "annotation.evidence.d_R.value", True),
-    ("dimension value string", _evidence("d_R", "value", "0.1"), codes.INVALID_FIELD,
-     "annotation.evidence.d_R.value", True),
-    ("weights do not sum to 1", _evidence("d_Q", "weight", 0.75), codes.WEIGHTS_UNNORMALIZED,
-     "sum", True),
-    ("negative weight", _weights(1.0, 0.25, -0.25), codes.WEIGHTS_UNNORMALIZED,
-     "annotation.evidence.d_P.weight", True),
-    ("weights normalized but not the codebook's", _weights(0.25, 0.5, 0.25),
-     codes.WEIGHTS_MISMATCH, "annotation.evidence.d_Q.weight", True),
+    (
+        "bad sampling",
+        _set("sampling", {"stratum": "x", "inclusion_probability": 0}),
+        codes.INVALID_FIELD,
+        "sampling.inclusion_probability",
+        True,
+    ),
+    ("wrong format", _set("claimgate", "observations"), codes.UNKNOWN_FORMAT, "record", True),
+    (
+        "unknown codebook",
+        _set("codebook", {"name": "source-risk", "version": "9"}),
+        codes.UNKNOWN_CODEBOOK,
+        "source-risk 9",
+        True,
+    ),
+    (
+        "answer digest",
+        _set("answer.digest", "0" * 64),
+        codes.ANSWER_DIGEST_MISMATCH,
+        "answer.digest",
+        False,
+    ),
+    (
+        "source digest",
+        _set("source.digest", "0" * 64),
+        codes.SOURCE_DIGEST_MISMATCH,
+        "source.digest",
+        False,
+    ),
+    (
+        "tuple digest",
+        _set("tuple_digest", "0" * 64),
+        codes.TUPLE_DIGEST_MISMATCH,
+        "tuple_digest",
+        True,
+    ),
+    (
+        "record digest",
+        _set("annotation.rationale", "edited"),
+        codes.RECORD_DIGEST_MISMATCH,
+        "record_digest",
+        False,
+    ),
+    (
+        "predicate string U",
+        _set("annotation.predicates.I", "U"),
+        codes.PREDICATE_STRING,
+        "annotation.predicates.I",
+        True,
+    ),
+    (
+        "predicate string 1",
+        _set("annotation.predicates.A", "1"),
+        codes.PREDICATE_STRING,
+        "annotation.predicates.A",
+        True,
+    ),
+    (
+        "predicate true",
+        _set("annotation.predicates.M", True),
+        codes.PREDICATE_BOOLEAN,
+        "annotation.predicates.M",
+        True,
+    ),
+    (
+        "predicate false",
+        _set("annotation.predicates.D", False),
+        codes.PREDICATE_BOOLEAN,
+        "annotation.predicates.D",
+        True,
+    ),
+    (
+        "predicate 1.0",
+        _set("annotation.predicates.I", 1.0),
+        codes.PREDICATE_FLOAT,
+        "annotation.predicates.I",
+        True,
+    ),
+    (
+        "predicate 0.0",
+        _set("annotation.predicates.D", 0.0),
+        codes.PREDICATE_FLOAT,
+        "annotation.predicates.D",
+        True,
+    ),
+    (
+        "predicate 2",
+        _set("annotation.predicates.I", 2),
+        codes.PREDICATE_OUT_OF_RANGE,
+        "annotation.predicates.I",
+        True,
+    ),
+    (
+        "predicate -1",
+        _set("annotation.predicates.A", -1),
+        codes.PREDICATE_OUT_OF_RANGE,
+        "annotation.predicates.A",
+        True,
+    ),
+    (
+        "predicate missing",
+        _delete("annotation.predicates.M"),
+        codes.PREDICATE_MISSING,
+        "annotation.predicates.M",
+        True,
+    ),
+    (
+        "predicate list",
+        _set("annotation.predicates.I", [1]),
+        codes.PREDICATE_TYPE,
+        "annotation.predicates.I",
+        True,
+    ),
+    (
+        "unknown predicate",
+        _set("annotation.predicates.X", 1),
+        codes.UNKNOWN_FIELD,
+        "annotation.predicates.X",
+        True,
+    ),
+    (
+        "passage support string",
+        _set("annotation.passage_support", "U"),
+        codes.PREDICATE_STRING,
+        "annotation.passage_support",
+        True,
+    ),
+    (
+        "passage support missing",
+        _delete("annotation.passage_support"),
+        codes.PREDICATE_MISSING,
+        "annotation.passage_support",
+        True,
+    ),
+    (
+        "span without quote",
+        lambda r: r["annotation"]["spans"]["I"][0].pop("quote"),
+        codes.SPAN_MALFORMED,
+        "annotation.spans.I[0]",
+        True,
+    ),
+    (
+        "span snapshot unknown",
+        _span("I", snapshot="page"),
+        codes.SPAN_MALFORMED,
+        "annotation.spans.I[0].snapshot",
+        True,
+    ),
+    (
+        "span start float",
+        _span("A", start=0.0),
+        codes.SPAN_MALFORMED,
+        "annotation.spans.A[0]",
+        True,
+    ),
+    (
+        "spans not a list",
+        _set("annotation.spans.A", {"start": 0}),
+        codes.SPAN_MALFORMED,
+        "annotation.spans.A",
+        True,
+    ),
+    (
+        "span for no judgment",
+        _set("annotation.spans.Z", []),
+        codes.SPAN_MALFORMED,
+        "annotation.spans.Z",
+        True,
+    ),
+    (
+        "span past the end",
+        _span("I", end=10_000),
+        codes.SPAN_OUT_OF_RANGE,
+        "annotation.spans.I[0]",
+        True,
+    ),
+    (
+        "span negative start",
+        _span("I", start=-1),
+        codes.SPAN_OUT_OF_RANGE,
+        "annotation.spans.I[0]",
+        True,
+    ),
+    (
+        "span empty",
+        _span("I", end=0, start=0),
+        codes.SPAN_OUT_OF_RANGE,
+        "annotation.spans.I[0]",
+        True,
+    ),
+    (
+        "span quote differs",
+        _span("M", quote="BEST FOR A SMALL OFFICE"),
+        codes.SPAN_QUOTE_MISMATCH,
+        "annotation.spans.M[0].quote",
+        True,
+    ),
+    (
+        "span missing for resolved",
+        _delete("annotation.spans.D"),
+        codes.SPAN_MISSING,
+        "annotation.spans.D",
+        True,
+    ),
+    (
+        "span list empty for resolved",
+        _set("annotation.spans.A", []),
+        codes.SPAN_MISSING,
+        "annotation.spans.A",
+        True,
+    ),
+    (
+        "dimension renamed",
+        lambda r: r["annotation"]["evidence"].update(d_X=r["annotation"]["evidence"].pop("d_R")),
+        codes.DIMENSIONS_MISMATCH,
+        "d_R",
+        True,
+    ),
+    (
+        "dimension missing",
+        _delete("annotation.evidence.d_P"),
+        codes.DIMENSIONS_MISMATCH,
+        "d_P",
+        True,
+    ),
+    (
+        "dimension value above 1",
+        _evidence("d_Q", "value", 1.5),
+        codes.DIMENSION_VALUE_OUT_OF_RANGE,
+        "annotation.evidence.d_Q.value",
+        True,
+    ),
+    (
+        "dimension value negative",
+        _evidence("d_R", "value", -0.1),
+        codes.DIMENSION_VALUE_OUT_OF_RANGE,
+        "annotation.evidence.d_R.value",
+        True,
+    ),
+    (
+        "dimension value string",
+        _evidence("d_R", "value", "0.1"),
+        codes.INVALID_FIELD,
+        "annotation.evidence.d_R.value",
+        True,
+    ),
+    (
+        "weights do not sum to 1",
+        _evidence("d_Q", "weight", 0.75),
+        codes.WEIGHTS_UNNORMALIZED,
+        "sum",
+        True,
+    ),
+    (
+        "negative weight",
+        _weights(1.0, 0.25, -0.25),
+        codes.WEIGHTS_UNNORMALIZED,
+        "annotation.evidence.d_P.weight",
+        True,
+    ),
+    (
+        "weights normalized but not the codebook's",
+        _weights(0.25, 0.5, 0.25),
+        codes.WEIGHTS_MISMATCH,
+        "annotation.evidence.d_Q.weight",
+        True,
+    ),
 ]
 
 
@@ -277,10 +518,19 @@ def test_bad_record_is_refused_with_its_reason(mutation, code, words, resealed):
 
 def test_every_record_level_reason_code_is_exercised():
     covered = {case[2] for case in CASES}
-    line_only = {codes.INVALID_UTF8, codes.MALFORMED_JSON, codes.LINE_TOO_LONG,
-                 codes.EMPTY_FILE, codes.MISSING_HEADER, codes.CODEBOOK_MISMATCH,
-                 codes.DUPLICATE_TUPLE, codes.DUPLICATE_OBSERVATION, codes.TOO_MANY_LINES,
-                 codes.UNIT_DIGEST_MISMATCH, codes.SUMMARY_MISMATCH}
+    line_only = {
+        codes.INVALID_UTF8,
+        codes.MALFORMED_JSON,
+        codes.LINE_TOO_LONG,
+        codes.EMPTY_FILE,
+        codes.MISSING_HEADER,
+        codes.CODEBOOK_MISMATCH,
+        codes.DUPLICATE_TUPLE,
+        codes.DUPLICATE_OBSERVATION,
+        codes.TOO_MANY_LINES,
+        codes.UNIT_DIGEST_MISMATCH,
+        codes.SUMMARY_MISMATCH,
+    }
     every = {value for name, value in vars(codes).items() if name.isupper()}
     assert every - line_only <= covered
 
@@ -317,8 +567,9 @@ def test_assisted_label_is_refused_when_the_codebook_forbids_it():
     from tests.contract.factories import source_risk_codebook
 
     strict = codebook_from_dict(source_risk_codebook("strict-1", allow_assisted=False))
-    record = make_record(codebook={"name": "source-risk", "version": "strict-1"},
-                         assisted={"model": "judge-v1"})
+    record = make_record(
+        codebook={"name": "source-risk", "version": "strict-1"}, assisted={"model": "judge-v1"}
+    )
     result = check_record(record, {strict.key: strict})
     assert result.reason == codes.INVALID_FIELD
     assert "annotation.assisted" in result.message
