@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from annotator.models import Membership, Role
+from annotator.models import Assignment, Membership, Role
 from audit.models import Study
 
 logger = logging.getLogger("claimgate.access")
@@ -58,3 +58,31 @@ def study_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser, slug: st
     if Role.RESEARCHER not in roles_in_study(user=user, study=study):
         _refuse(user, f"not a researcher of study {slug!r}", PermissionDenied)
     return study
+
+
+def study_get_for_annotator(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
+    study = study_get_for_member(user=user, slug=slug)
+    if Role.ANNOTATOR not in roles_in_study(user=user, study=study):
+        _refuse(user, f"not an annotator of study {slug!r}", PermissionDenied)
+    return study
+
+
+def assignment_get_for_annotator(
+    *, user: AbstractBaseUser | AnonymousUser, assignment_id: int
+) -> Assignment:
+    """An assignment, only for the annotator who holds it. Anyone else — another
+    annotator of the same study included — is told it does not exist (blinding)."""
+    assignment = (
+        Assignment.objects.select_related("study__codebook", "unit")
+        .filter(pk=assignment_id)
+        .first()
+    )
+    if assignment is None:
+        _refuse(user, f"no assignment {assignment_id}", Http404)
+    if not user.is_authenticated:
+        _refuse(user, f"anonymous access to assignment {assignment_id}", Http404)
+    if assignment.annotator_id != user.pk:
+        _refuse(user, f"assignment {assignment_id} belongs to someone else", Http404)
+    if Role.ANNOTATOR not in roles_in_study(user=user, study=assignment.study):
+        _refuse(user, f"no longer an annotator of study {assignment.study.slug!r}", Http404)
+    return assignment

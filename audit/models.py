@@ -239,3 +239,43 @@ class Tuple(models.Model):
 
     def __str__(self) -> str:
         return self.digest[:12]
+
+
+class UnitState(models.TextChoices):
+    OPEN = "open", "Open"
+    PARTIALLY_LABELLED = "partially_labelled", "Partially labelled"
+    AGREED = "agreed", "Agreed"
+    DISPUTED = "disputed", "Disputed"
+    ADJUDICATED = "adjudicated", "Adjudicated"
+
+
+class Unit(models.Model):
+    """What one annotator labels once, as the study's codebook says: a tuple
+    (``source-risk``) or a complete answer with all of its sources (``answer-claims``).
+
+    ``assigned_count`` is kept beside the assignments so that the queue can find a unit
+    with a free slot through an index instead of counting rows for every request.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="units")
+    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="units")
+    tuple = models.OneToOneField(
+        Tuple, null=True, blank=True, on_delete=models.CASCADE, related_name="unit"
+    )
+    digest = models.CharField(max_length=DIGEST_LENGTH)
+    assigned_count = models.PositiveSmallIntegerField(default=0)
+    submitted_count = models.PositiveSmallIntegerField(default=0)
+    state = models.CharField(max_length=20, choices=UnitState.choices, default=UnitState.OPEN)
+    priority = models.FloatField(
+        null=True, blank=True, help_text="Review priority; never shown to annotators."
+    )
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "digest"], name="unit_unique_in_study"),
+        ]
+        indexes = [models.Index(fields=["study", "assigned_count", "id"], name="unit_queue")]
+
+    def __str__(self) -> str:
+        return f"unit {self.pk} ({self.digest[:12]})"

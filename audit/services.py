@@ -18,7 +18,9 @@ from audit.contract.canonical import canonical_digest
 from audit.contract.digests import unit_digest
 from audit.models import (
     AnswerSnapshot,
+    AnswerStatus,
     Codebook,
+    CodebookUnit,
     ImportBatch,
     ImportStatus,
     Observation,
@@ -27,6 +29,7 @@ from audit.models import (
     SourceSnapshot,
     Study,
     Tuple,
+    Unit,
 )
 from audit.selectors import codebook_registry
 
@@ -288,4 +291,34 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
                 )
             )
     Tuple.objects.bulk_create(tuple_rows, batch_size=_CHUNK)
+    _create_units(study, new_units, observation_ids, tuple_rows)
     return len(new_units), len(tuple_rows), len(existing_tuples)
+
+
+def _create_units(
+    study: Study,
+    new_units: Sequence[_Unit],
+    observation_ids: dict[str, int],
+    tuple_rows: Sequence[Tuple],
+) -> None:
+    """The units of annotation the study's codebook asks for: every new tuple
+    (``source-risk``), or every new complete answer (``answer-claims``; a failed attempt
+    has nothing to judge and no verdicts)."""
+    if study.codebook.unit == CodebookUnit.TUPLE:
+        tuple_ids = _ids_by(Tuple, "digest", [row.digest for row in tuple_rows], study=study)
+        rows = [
+            Unit(
+                study=study,
+                observation_id=row.observation_id,
+                tuple_id=tuple_ids[row.digest],
+                digest=row.digest,
+            )
+            for row in tuple_rows
+        ]
+    else:
+        rows = [
+            Unit(study=study, observation_id=observation_ids[unit.digest], digest=unit.digest)
+            for unit in new_units
+            if unit.answer.status == AnswerStatus.COMPLETE
+        ]
+    Unit.objects.bulk_create(rows, batch_size=_CHUNK)

@@ -8,8 +8,30 @@ restrict_violation; SQLite: RAISE(ABORT), a constraint failure).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+# SQLite's DELETE triggers ask claimgate_maintenance(), a function this process registers
+# on each of its connections (audit.apps); it answers 1 only inside maintenance(), which
+# the test suite uses so that Django can empty tables between transactional tests (on
+# PostgreSQL Django empties them with TRUNCATE, which fires no row trigger). Any other
+# client has no such function, so its DELETE fails: the rule fails closed.
+_maintenance = False
+
+
+def maintenance_flag() -> int:
+    return 1 if _maintenance else 0
+
+
+@contextmanager
+def maintenance() -> Iterator[None]:
+    global _maintenance  # noqa: PLW0603 - one process-wide switch, on only in tests
+    _maintenance = True
+    try:
+        yield
+    finally:
+        _maintenance = False
 
 # PostgreSQL allows no subquery in a trigger's WHEN clause, so the condition goes into
 # the function. Statements run with params=None so that psycopg leaves '%' alone.
@@ -56,7 +78,10 @@ class Immutable:
                     f"FOR EACH ROW EXECUTE FUNCTION {function}()"
                 )
             elif vendor == "sqlite":
-                when = f"WHEN {self.when} " if self.when else ""
+                conditions = [self.when] if self.when else []
+                if operation == "DELETE":
+                    conditions.append("claimgate_maintenance() = 0")
+                when = f"WHEN {' AND '.join(conditions)} " if conditions else ""
                 message = f"claimgate: {operation} on {self.table} is refused ({self.reason})"
                 statements.append(
                     f"CREATE TRIGGER {self.name(operation)} BEFORE {operation} ON {self.table} "

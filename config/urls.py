@@ -14,5 +14,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include(api_urlpatterns)),
+    path("api/", include("annotator.api_urls")),
+    path("", include("annotator.urls")),
     path("", include("audit.urls")),
 ]

@@ -95,3 +95,21 @@ def celery_worker_process():
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _flush_despite_append_only_triggers():
+    """Let Django empty append-only tables between transactional tests on SQLite."""
+    from django.test import TransactionTestCase
+
+    from audit.triggers import maintenance
+
+    original = TransactionTestCase._fixture_teardown
+
+    def teardown(self):  # noqa: ANN001, ANN202
+        with maintenance():
+            original(self)
+
+    TransactionTestCase._fixture_teardown = teardown
+    yield
+    TransactionTestCase._fixture_teardown = original

@@ -1,0 +1,4 @@
+"""REST API for annotation (mounted under /api/)."""
+
+
+urlpatterns: list = []

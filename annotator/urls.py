@@ -1,0 +1,4 @@
+"""Pages for annotators (the blinded forms)."""
+
+
+urlpatterns: list = []

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from annotator.models import Membership, Role
+from audit.models import Study
+from audit.services import codebook_install_file, observations_import
+
+FIXTURES = Path(settings.BASE_DIR) / "fixtures"
+
+
+def make_study(slug: str, codebook: str, demo_file: str, overlap: int = 2) -> Study:
+    codebooks = {
+        path.stem: codebook_install_file(path=path)[0]
+        for path in sorted((FIXTURES / "codebooks").glob("*.json"))
+    }
+    study = Study.objects.create(
+        slug=slug, title=slug, codebook=codebooks[codebook], overlap=overlap
+    )
+    path = FIXTURES / "demo" / demo_file
+    batch = observations_import(study=study, data=path.read_bytes(), file_name=path.name)
+    assert batch.status != "rejected", batch.errors[:3]
+    return study
+
+
+@pytest.fixture
+def risk_study(db):
+    return make_study("risk", "source-risk-1.0.0", "source-risk.jsonl")
+
+
+@pytest.fixture
+def claims_study(db):
+    return make_study("claims", "answer-claims-1.0.0", "answer-claims.jsonl")
+
+
+def add_people(study: Study) -> dict:
+    model = get_user_model()
+    people = {}
+    for name, role in (
+        ("ann_a", Role.ANNOTATOR),
+        ("ann_b", Role.ANNOTATOR),
+        ("ann_c", Role.ANNOTATOR),
+        ("adj", Role.ADJUDICATOR),
+        ("res", Role.RESEARCHER),
+    ):
+        user, _ = model.objects.get_or_create(username=name)
+        user.set_password("pw")
+        user.save()
+        Membership.objects.get_or_create(study=study, user=user, role=role)
+        people[name] = user
+    return people
+
+
+@pytest.fixture
+def people(risk_study):
+    return add_people(risk_study)

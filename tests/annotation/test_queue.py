@@ -1,0 +1,121 @@
+"""The queue: k distinct annotators per unit, never the same unit twice, no races."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from annotator.models import Assignment
+from annotator.selectors import annotator_progress, unit_content
+from annotator.services import assignment_next, label_submit, study_overlap_set
+from audit.models import Unit
+from tests.annotation.annotations import source_risk
+from tests.annotation.conftest import add_people, make_study
+
+pytestmark = pytest.mark.django_db
+
+
+def submit(assignment, **kwargs):
+    content = unit_content(unit=assignment.unit)
+    return label_submit(
+        assignment=assignment,
+        annotation=source_risk(content, **kwargs),
+        client_submission_id=f"00000000-0000-0000-0000-{assignment.pk:012d}",
+        parent_digest=None,
+    )
+
+
+def test_import_creates_one_unit_per_tuple_or_complete_answer(risk_study, claims_study):
+    assert risk_study.units.count() == risk_study.tuples.count()
+    complete = claims_study.observations.filter(answer__status="complete").count()
+    assert claims_study.units.count() == complete
+    assert claims_study.units.filter(tuple__isnull=False).count() == 0
+
+
+def test_an_unfinished_assignment_comes_back_until_it_is_submitted(risk_study, people):
+    first = assignment_next(study=risk_study, annotator=people["ann_a"])
+    assert assignment_next(study=risk_study, annotator=people["ann_a"]) == first
+    submit(first)
+    second = assignment_next(study=risk_study, annotator=people["ann_a"])
+    assert second != first
+    assert second.unit_id != first.unit_id
+
+
+def test_each_unit_goes_to_k_distinct_annotators(risk_study, people):
+    study_overlap_set(study=risk_study, overlap=2)
+    taken = {}
+    for name in ("ann_a", "ann_b", "ann_c"):
+        assignment = assignment_next(study=risk_study, annotator=people[name])
+        taken[name] = assignment.unit_id
+        submit(assignment)
+    # a and b share the first unit; c, the third annotator, gets the next one.
+    assert taken["ann_a"] == taken["ann_b"]
+    assert taken["ann_c"] != taken["ann_a"]
+    unit = Unit.objects.get(pk=taken["ann_a"])
+    assert unit.assigned_count == 2
+
+
+def test_an_annotator_never_gets_the_same_unit_twice_and_the_queue_ends(db):
+    study = make_study("small", "source-risk-1.0.0", "source-risk.jsonl", overlap=3)
+    people = add_people(study)
+    seen = []
+    while (assignment := assignment_next(study=study, annotator=people["ann_a"])) is not None:
+        seen.append(assignment.unit_id)
+        submit(assignment)
+    assert len(seen) == len(set(seen)) == study.units.count()
+    progress = annotator_progress(study=study, annotator=people["ann_a"])
+    assert (progress.done, progress.assigned) == (len(seen), len(seen))
+    assert progress.open_assignment_id is None
+
+
+def test_progress_counts_only_ones_own_work(risk_study, people):
+    submit(assignment_next(study=risk_study, annotator=people["ann_a"]))
+    assignment_next(study=risk_study, annotator=people["ann_a"])
+    assignment_next(study=risk_study, annotator=people["ann_b"])
+
+    mine = annotator_progress(study=risk_study, annotator=people["ann_a"])
+    theirs = annotator_progress(study=risk_study, annotator=people["ann_b"])
+
+    assert (mine.done, mine.assigned) == (1, 2)
+    assert (theirs.done, theirs.assigned) == (0, 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_never_share_the_last_slot():
+    """Eight annotators ask at the same moment with k = 1: every one gets its own unit."""
+    study = make_study("race", "source-risk-1.0.0", "source-risk.jsonl", overlap=1)
+    people = add_people(study)
+    from django.contrib.auth import get_user_model
+
+    from annotator.models import Membership, Role
+
+    annotators = [people["ann_a"], people["ann_b"], people["ann_c"]]
+    for n in range(5):
+        user = get_user_model().objects.create_user(username=f"extra{n}", password="pw")
+        Membership.objects.create(study=study, user=user, role=Role.ANNOTATOR)
+        annotators.append(user)
+    barrier = threading.Barrier(len(annotators))
+    results, errors = {}, []
+
+    def take(user):
+        try:
+            barrier.wait()
+            results[user.username] = assignment_next(study=study, annotator=user).unit_id
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=take, args=(user,)) for user in annotators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(set(results.values())) == len(annotators)
+    assert Assignment.objects.filter(study=study).count() == len(annotators)
+    assert all(u.assigned_count <= 1 for u in Unit.objects.filter(study=study))
