@@ -1,4 +1,3 @@
 """REST API for annotation (mounted under /api/)."""
 
-
 urlpatterns: list = []

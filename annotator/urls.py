@@ -1,4 +1,3 @@
 """Pages for annotators (the blinded forms)."""
 
-
 urlpatterns: list = []

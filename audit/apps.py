@@ -2,7 +2,7 @@ from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
 
-def _register_sqlite_functions(sender, connection, **kwargs) -> None:  # noqa: ANN001
+def _register_sqlite_functions(sender, connection, **kwargs) -> None:
     if connection.vendor == "sqlite":
         from audit.triggers import maintenance_flag
 

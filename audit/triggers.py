@@ -26,12 +26,13 @@ def maintenance_flag() -> int:
 
 @contextmanager
 def maintenance() -> Iterator[None]:
-    global _maintenance  # noqa: PLW0603 - one process-wide switch, on only in tests
+    global _maintenance
     _maintenance = True
     try:
         yield
     finally:
         _maintenance = False
+
 
 # PostgreSQL allows no subquery in a trigger's WHEN clause, so the condition goes into
 # the function. Statements run with params=None so that psycopg leaves '%' alone.

@@ -106,7 +106,7 @@ def _flush_despite_append_only_triggers():
 
     original = TransactionTestCase._fixture_teardown
 
-    def teardown(self):  # noqa: ANN001, ANN202
+    def teardown(self):
         with maintenance():
             original(self)
 

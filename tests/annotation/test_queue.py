@@ -104,7 +104,7 @@ def test_concurrent_requests_never_share_the_last_slot():
         try:
             barrier.wait()
             results[user.username] = assignment_next(study=study, annotator=user).unit_id
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
         finally:
             connection.close()
