@@ -126,6 +126,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_THROTTLE_RATES": {
+        # Label submissions per user; generous for people, a brake for runaway scripts.
+        "submit": os.environ.get("SUBMIT_RATE", "120/minute"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Claimgate API",
