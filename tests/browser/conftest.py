@@ -1,0 +1,138 @@
+"""Browser tests: Playwright for Python driving Debian's headless Chromium (never a
+downloaded browser) against pytest-django's live server with the demo loaded.
+
+Without /usr/bin/chromium the tests skip with one line, except under CI=true, where that
+is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+CI = os.environ.get("CI", "").strip().lower() == "true"
+VIEWPORT = {"width": 1440, "height": 900}
+#: Playwright's wait for a condition (milliseconds): generous for a slow CI machine, far
+#: below the test's own budget.
+TIMEOUT_MS = 5_000
+ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
+
+
+def _missing_chromium() -> None:
+    reason = f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)"
+    if CI:
+        pytest.fail(f"CI=true: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """One Chromium per test module (launching takes about half a second).
+
+    The sync Playwright API keeps an asyncio loop marked as running in this thread for as
+    long as it is started, and Django then refuses every ORM call ("async context"): the
+    tests' own ORM calls between two page actions are plain synchronous calls, so Django's
+    check is switched off while Playwright runs, and only then. Scoping the browser to the
+    module (not the session) stops Playwright after the last browser test of a module, so
+    that the rest of the suite runs with no loop and with Django's check on.
+    """
+    if not CHROMIUM.exists():
+        _missing_chromium()
+    from playwright.sync_api import sync_playwright
+
+    previous = os.environ.get(ASYNC_UNSAFE)
+    os.environ[ASYNC_UNSAFE] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop(ASYNC_UNSAFE, None)
+        else:
+            os.environ[ASYNC_UNSAFE] = previous
+
+
+@dataclass
+class Demo:
+    """The demo loaded into the test database, served by the live server."""
+
+    url: str
+    studies: dict
+    users: dict
+
+    def absolute(self, path: str) -> str:
+        return self.url + path
+
+
+@pytest.fixture
+def demo(live_server, transactional_db) -> Demo:
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from audit.models import Study
+
+    call_command("load_demo", "--allow-without-debug", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    users = {user.username: user for user in get_user_model().objects.all()}
+    studies = {study.slug: study for study in Study.objects.select_related("codebook")}
+    return Demo(url=live_server.url, studies=studies, users=users)
+
+
+@dataclass
+class PageEvents:
+    """What the page did besides rendering: dialogs opened (and dismissed), uncaught
+    errors, console errors. Tests assert on these."""
+
+    dialogs: list = field(default_factory=list)
+    page_errors: list = field(default_factory=list)
+    console_errors: list = field(default_factory=list)
+
+
+@pytest.fixture
+def context(browser, demo):
+    context = browser.new_context(viewport=VIEWPORT, base_url=demo.url)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.set_default_navigation_timeout(TIMEOUT_MS)
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(context):
+    return context.new_page()
+
+
+@pytest.fixture
+def events(page) -> PageEvents:
+    events = PageEvents()
+
+    def on_dialog(dialog) -> None:
+        events.dialogs.append((dialog.type, dialog.message))
+        dialog.dismiss()
+
+    def on_console(message) -> None:
+        if message.type == "error":
+            events.console_errors.append(message.text)
+
+    page.on("dialog", on_dialog)
+    page.on("pageerror", lambda error: events.page_errors.append(str(error)))
+    page.on("console", on_console)
+    return events

@@ -1,0 +1,144 @@
+"""Helpers for the browser tests: logging in, selecting text by code-point offsets, and
+finding demo units whose texts exercise Unicode.
+
+Offsets in Claimgate are Unicode code points (Python ``str`` indices); the DOM counts
+UTF-16 code units. The selection helpers take code points, convert them in the page and
+build a DOM Range over the element's text nodes, so a test can say "select
+``text[start:end]``" with Python's indices and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Runs in the page. Maps code-point offsets in ``root``'s text (its textContent, which is
+# what an annotator sees, highlights included) to a (text node, UTF-16 offset) pair each
+# and returns a Range. An offset on the boundary of two text nodes goes to the end of the
+# earlier node for the range's end and to the start of the later node for its start, so
+# that the range never reaches into a neighbouring element.
+_RANGE_JS = """
+window.__cgRange = (root, start, end) => {
+  const text = root.textContent;
+  const points = Array.from(text);
+  if (!(0 <= start && start < end && end <= points.length)) {
+    throw new Error(`offsets [${start}, ${end}) outside 0..${points.length}`);
+  }
+  const unit = (cp) => points.slice(0, cp).join("").length;
+  const [u0, u1] = [unit(start), unit(end)];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  let seen = 0, startPos = null, endPos = null, node;
+  while ((node = walker.nextNode())) {
+    const len = node.data.length;
+    if (startPos === null && u0 < seen + len) startPos = [node, u0 - seen];
+    if (endPos === null && u1 <= seen + len) endPos = [node, u1 - seen];
+    seen += len;
+    if (startPos && endPos) break;
+  }
+  const range = document.createRange();
+  range.setStart(...startPos);
+  range.setEnd(...endPos);
+  return range;
+};
+"""
+
+_SELECT_JS = """
+([selector, start, end]) => {
+  const root = document.querySelector(selector);
+  if (!root) throw new Error(`no element ${selector}`);
+  const range = window.__cgRange(root, start, end);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  const rects = range.getClientRects();
+  const last = rects[rects.length - 1];
+  const at = {bubbles: true, cancelable: true, view: window,
+              clientX: last.right, clientY: last.bottom, button: 0};
+  // What a mouse selection would end with: the page may listen to either.
+  root.dispatchEvent(new MouseEvent("mouseup", at));
+  document.dispatchEvent(new Event("selectionchange"));
+  return selection.toString();
+}
+"""
+
+# Points inside the first and the last selected character, each on the side that puts
+# the caret at the range's edge (left quarter of the first, right quarter of the last):
+# where a person's mouse drag starts and ends. Left-to-right text only.
+_DRAG_POINTS_JS = """
+([selector, start, end]) => {
+  const root = document.querySelector(selector);
+  root.scrollIntoView({block: "center"});
+  const first = window.__cgRange(root, start, start + 1).getBoundingClientRect();
+  const last = window.__cgRange(root, end - 1, end).getBoundingClientRect();
+  return {
+    from: {x: first.left + first.width * 0.25, y: first.top + first.height / 2},
+    to: {x: last.right - last.width * 0.25, y: last.top + last.height / 2},
+  };
+}
+"""
+
+
+def install_range_helper(page: Any) -> None:
+    if not page.evaluate("() => typeof window.__cgRange === 'function'"):
+        page.evaluate(f"() => {{ {_RANGE_JS} }}")
+
+
+def select_text(page: Any, selector: str, start: int, end: int) -> str:
+    """Select code points ``[start, end)`` of the element's text, as a script would; the
+    returned string is what the browser reports as selected."""
+    install_range_helper(page)
+    return page.evaluate(_SELECT_JS, [selector, start, end])
+
+
+def drag_select(page: Any, selector: str, start: int, end: int) -> str:
+    """Select code points ``[start, end)`` with a real mouse drag (press, move, release)."""
+    install_range_helper(page)
+    points = page.evaluate(_DRAG_POINTS_JS, [selector, start, end])
+    page.mouse.move(points["from"]["x"], points["from"]["y"])
+    page.mouse.down()
+    page.mouse.move(points["to"]["x"], points["to"]["y"], steps=8)
+    page.mouse.up()
+    return page.evaluate("() => window.getSelection().toString()")
+
+
+def clear_selection(page: Any) -> None:
+    page.evaluate("() => window.getSelection().removeAllRanges()")
+
+
+def login(page: Any, username: str, password: str) -> None:
+    """Log in through the login form, as a person does."""
+    page.goto("/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+
+
+def login_fast(context: Any, user: Any, base_url: str) -> None:
+    """Give the browser context a logged-in session cookie for ``user`` without the form."""
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    context.add_cookies(
+        [{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value, "url": base_url}]
+    )
+
+
+@dataclass(frozen=True)
+class Needle:
+    """A substring to select in a snapshot, found by Python's own ``str.index``."""
+
+    snapshot: str  # "query", "answer" or "source"
+    text: str
+
+    def offsets(self, haystack: str) -> tuple[int, int]:
+        start = haystack.index(self.text)
+        return start, start + len(self.text)
+
+
+def has_astral(text: str) -> bool:
+    """True when ``text`` holds a character outside the Basic Multilingual Plane (most
+    emoji): one code point, two UTF-16 code units."""
+    return any(ord(char) > 0xFFFF for char in text)
