@@ -4,11 +4,16 @@ DATABASE_URL       default: an SQLite file next to manage.py (the embedded defau
 CELERY_BROKER_URL  unset: Celery runs tasks eagerly in the web process
 SECRET_KEY         required when DEBUG is off (see production.py)
 ALLOWED_HOSTS      comma-separated
+LOGIN_FAILURE_LIMIT     failed logins per username and address before a lockout (5)
+LOGIN_LOCKOUT_MINUTES   how long a lockout lasts (15)
+TRUSTED_PROXY_COUNT     reverse proxies in front of the app that append to X-Forwarded-For (0)
+SESSION_COOKIE_AGE      seconds a login lasts (8 hours)
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -46,20 +51,46 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
+    "csp",
+    "axes",
     "audit",
     "annotator",
     "metrics",
 ]
 
+# The order matters: SecurityMiddleware stays first (production.py puts WhiteNoise right
+# after it); the policy header is set on every response that passes below it, refusals are
+# logged once the user is known, and Axes (last) turns a lockout into its response.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "annotator.security.RefusalLogMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy, enforced in every environment. Pages carry no inline script,
+# no inline style and no event handler attribute (tests/security scans the templates), so
+# nothing needs 'unsafe-inline', a nonce or a hash.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'none'"],
+        "object-src": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -99,7 +130,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
+SESSION_COOKIE_AGE = int(os.environ.get("SESSION_COOKIE_AGE", str(8 * 60 * 60)))
+
+# Login lockout (django-axes): a username tried from one address is locked after
+# LOGIN_FAILURE_LIMIT failures for LOGIN_LOCKOUT_MINUTES. Keyed on the pair, so that
+# nobody can lock a colleague out from elsewhere, and one address cannot try one
+# password on many names without each name counting separately. A success resets the count.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "annotator.security.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "annotator.security.client_ip"
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

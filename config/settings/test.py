@@ -8,3 +8,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+# Django's test client logs in without a request, which the lockout backend refuses;
+# tests/security switches the lockout on (settings fixture) and drives it through HTTP.
+AXES_ENABLED = False
