@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.access import studies_visible_to, study_get_for_researcher
+from annotator.filters import StrictQueryParams
 from audit.models import ImportBatch, ImportStatus
 from audit.selectors import studies_with_counts
 from audit.services import observations_import
@@ -48,15 +49,19 @@ class ImportBatchOutput(serializers.ModelSerializer):
         ]
 
 
-class StudyListApi(APIView):
+class StudyListApi(StrictQueryParams, APIView):
     class Output(serializers.Serializer):
+        # No overlap k here: annotators read this list, and must not learn how many
+        # others label each unit (the study page shows k to researchers).
         slug = serializers.SlugField()
         title = serializers.CharField()
         codebook = serializers.CharField(source="codebook.name")
         codebook_version = serializers.CharField(source="codebook.version")
-        overlap = serializers.IntegerField()
         tuple_count = serializers.IntegerField()
         observation_count = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "Study"
 
     @extend_schema(responses=Output(many=True), operation_id="studies_list")
     def get(self, request: Request) -> Response:
