@@ -1,8 +1,12 @@
 """Mapping between the format's JSON objects (docs/formats.md) and archive rows.
 
-``*_as_dict`` gives the object exactly as a record or release carries it; an archive row's
-``key`` is the canonical digest of that object, so a row and its export can never drift
-apart. Date-times are stored as instants and written back in UTC with a ``Z`` suffix.
+Each kind has three views of the same thing:
+- ``*_normal(data)``: the object as the archive keeps it and as records and releases carry
+  it (optional fields filled with ``None``, date-times as UTC instants ending in ``Z``);
+- ``*_columns(normal)``: the model's column values for that object;
+- ``*_as_dict(row)``: the normal object rebuilt from a stored row.
+``*_as_dict(Model(**columns(normal))) == normal`` (tested), so a row and its export never
+drift apart. An archive row's ``key`` is :func:`archive_key` of its normal object.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.contract.canonical import canonical_digest
+from audit.contract.canonical import canonical_digest_unchecked
 from audit.models import AnswerSnapshot, Pipeline, Query, SourceSnapshot
 
 
@@ -23,6 +27,54 @@ def parse_instant(value: str) -> datetime:
 
 def format_instant(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def normal_instant(value: str) -> str:
+    return format_instant(parse_instant(value))
+
+
+def archive_key(normal: dict[str, Any]) -> str:
+    """The identity of an archive row: the canonical digest of its normal object, with a
+    snapshot's text left out — its ``digest`` field (checked against the text by the
+    contract before anything is stored) stands for it, and hashing a digest is cheaper
+    than re-serializing a long text."""
+    if "text" in normal and "digest" in normal:
+        normal = {key: value for key, value in normal.items() if key != "text"}
+    # Normal objects are built here from parsed JSON: every key is a string.
+    return canonical_digest_unchecked(normal)
+
+
+# --- query ------------------------------------------------------------------------------
+
+
+def query_normal(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": data["id"],
+        "text": data["text"],
+        "question_type": data["question_type"],
+        "question_version": data["question_version"],
+        "reference_time": data["reference_time"],
+        "target": {"name": data["target"]["name"], "family": data["target"]["family"]},
+        "template_id": data.get("template_id"),
+        "domain": data["domain"],
+        "locale": data["locale"],
+    }
+
+
+def query_columns(normal: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": archive_key(normal),
+        "query_id": normal["id"],
+        "text": normal["text"],
+        "question_type": normal["question_type"],
+        "question_version": normal["question_version"],
+        "reference_time": normal["reference_time"],
+        "target_name": normal["target"]["name"],
+        "target_family": normal["target"]["family"],
+        "template_id": normal["template_id"],
+        "domain": normal["domain"],
+        "locale": normal["locale"],
+    }
 
 
 def query_as_dict(row: Query) -> dict[str, Any]:
@@ -39,31 +91,67 @@ def query_as_dict(row: Query) -> dict[str, Any]:
     }
 
 
-def query_from_dict(data: dict[str, Any]) -> Query:
-    row = Query(
-        query_id=data["id"],
-        text=data["text"],
-        question_type=data["question_type"],
-        question_version=data["question_version"],
-        reference_time=data["reference_time"],
-        target_name=data["target"]["name"],
-        target_family=data["target"]["family"],
-        template_id=data.get("template_id"),
-        domain=data["domain"],
-        locale=data["locale"],
-    )
-    row.key = canonical_digest(query_as_dict(row))
-    return row
+# --- pipeline ---------------------------------------------------------------------------
+
+
+def pipeline_normal(data: dict[str, Any]) -> dict[str, Any]:
+    return {"name": data["name"], "version": data["version"], "config": data["config"]}
+
+
+def pipeline_columns(normal: dict[str, Any]) -> dict[str, Any]:
+    return {"key": archive_key(normal), **normal}
 
 
 def pipeline_as_dict(row: Pipeline) -> dict[str, Any]:
     return {"name": row.name, "version": row.version, "config": row.config}
 
 
-def pipeline_from_dict(data: dict[str, Any]) -> Pipeline:
-    row = Pipeline(name=data["name"], version=data["version"], config=data["config"])
-    row.key = canonical_digest(pipeline_as_dict(row))
-    return row
+# --- answer snapshot --------------------------------------------------------------------
+
+
+def answer_normal(data: dict[str, Any]) -> dict[str, Any]:
+    conditions = data.get("conditions") or {}
+    return {
+        "service": data["service"],
+        "mode": data["mode"],
+        "model": data.get("model"),
+        "web_search": data.get("web_search"),
+        "conditions": {
+            "region": conditions.get("region"),
+            "language": conditions.get("language"),
+            "login": conditions.get("login"),
+            "personalization": conditions.get("personalization"),
+        },
+        "collected_at": normal_instant(data["collected_at"]),
+        "status": data["status"],
+        "failure": data.get("failure"),
+        "text": data["text"],
+        "citations": data.get("citations") or [],
+        "raw_path": data.get("raw_path"),
+        "digest": data["digest"],
+    }
+
+
+def answer_columns(normal: dict[str, Any]) -> dict[str, Any]:
+    conditions = normal["conditions"]
+    return {
+        "key": archive_key(normal),
+        "digest": normal["digest"],
+        "service": normal["service"],
+        "mode": normal["mode"],
+        "model": normal["model"],
+        "web_search": normal["web_search"],
+        "region": conditions["region"],
+        "language": conditions["language"],
+        "login": conditions["login"],
+        "personalization": conditions["personalization"],
+        "collected_at": parse_instant(normal["collected_at"]),
+        "status": normal["status"],
+        "failure": normal["failure"],
+        "text": normal["text"],
+        "citations": normal["citations"],
+        "raw_path": normal["raw_path"],
+    }
 
 
 def answer_as_dict(row: AnswerSnapshot) -> dict[str, Any]:
@@ -88,27 +176,32 @@ def answer_as_dict(row: AnswerSnapshot) -> dict[str, Any]:
     }
 
 
-def answer_from_dict(data: dict[str, Any]) -> AnswerSnapshot:
-    conditions = data.get("conditions") or {}
-    row = AnswerSnapshot(
-        digest=data["digest"],
-        service=data["service"],
-        mode=data["mode"],
-        model=data.get("model"),
-        web_search=data.get("web_search"),
-        region=conditions.get("region"),
-        language=conditions.get("language"),
-        login=conditions.get("login"),
-        personalization=conditions.get("personalization"),
-        collected_at=parse_instant(data["collected_at"]),
-        status=data["status"],
-        failure=data.get("failure"),
-        text=data["text"],
-        citations=data.get("citations") or [],
-        raw_path=data.get("raw_path"),
-    )
-    row.key = canonical_digest(answer_as_dict(row))
-    return row
+# --- source snapshot --------------------------------------------------------------------
+
+
+def source_normal(data: dict[str, Any]) -> dict[str, Any]:
+    """A source snapshot as records carry it: without the observation's per-tuple fields
+    (``tuple_digest`` and ``sampling`` live on the tuple)."""
+    return {
+        "original_url": data["original_url"],
+        "canonical_url": data["canonical_url"],
+        "rank": data.get("rank"),
+        "collected_at": normal_instant(data["collected_at"]),
+        "text": data["text"],
+        "digest": data["digest"],
+    }
+
+
+def source_columns(normal: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": archive_key(normal),
+        "digest": normal["digest"],
+        "original_url": normal["original_url"],
+        "canonical_url": normal["canonical_url"],
+        "rank": normal["rank"],
+        "collected_at": parse_instant(normal["collected_at"]),
+        "text": normal["text"],
+    }
 
 
 def source_as_dict(row: SourceSnapshot) -> dict[str, Any]:
@@ -120,16 +213,3 @@ def source_as_dict(row: SourceSnapshot) -> dict[str, Any]:
         "text": row.text,
         "digest": row.digest,
     }
-
-
-def source_from_dict(data: dict[str, Any]) -> SourceSnapshot:
-    row = SourceSnapshot(
-        digest=data["digest"],
-        original_url=data["original_url"],
-        canonical_url=data["canonical_url"],
-        rank=data.get("rank"),
-        collected_at=parse_instant(data["collected_at"]),
-        text=data["text"],
-    )
-    row.key = canonical_digest(source_as_dict(row))
-    return row

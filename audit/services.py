@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import transaction
 
-from audit import archive
+from audit import archive, bulk
 from audit.contract import codes
 from audit.contract.canonical import canonical_digest
 from audit.contract.digests import unit_digest
@@ -35,7 +35,6 @@ from audit.selectors import codebook_registry
 
 #: How many line errors an import batch keeps for display; the count is always exact.
 STORED_ERRORS_LIMIT = 10_000
-_CHUNK = 2_000
 
 
 class CodebookConflict(Exception):
@@ -159,59 +158,32 @@ def _reject(batch: ImportBatch, problems: Sequence[LineProblem], *, lines: int) 
     return batch
 
 
-def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _ids_by(model: type[models.Model], field: str, values: Iterable[str], **filters: Any) -> dict:
-    values = list(values)
-    found: dict[str, int] = {}
-    for chunk in _chunks(values):
-        lookup = {f"{field}__in": chunk, **filters}
-        found.update(model.objects.filter(**lookup).values_list(field, "id"))
-    return found
-
-
-def _upsert_by_key(model: type[models.Model], rows: Iterable[models.Model]) -> dict[str, int]:
-    """Insert rows whose ``key`` is new; return key -> id for all of them."""
-    by_key = {row.key: row for row in rows}
-    ids = _ids_by(model, "key", by_key)
-    missing = [row for key, row in by_key.items() if key not in ids]
-    if missing:
-        # A concurrent import may insert the same key first: ignore that, then re-read.
-        model.objects.bulk_create(missing, batch_size=_CHUNK, ignore_conflicts=True)
-        ids.update(_ids_by(model, "key", [row.key for row in missing]))
-    return ids
-
-
 @dataclass
 class _Unit:
-    """One observation line on its way into the archive."""
+    """One observation line on its way into the archive, in its normal form."""
 
     position: int
     digest: str
     observation: dict[str, Any]
-    answer: AnswerSnapshot
-    query: Query | None = None
-    pipeline: Pipeline | None = None
-    sources: list[SourceSnapshot] | None = None
+    answer: dict[str, Any]
+    sources: list[dict[str, Any]]
 
 
 def _plan_units(
     observations: Sequence[dict], lines: Sequence[int]
 ) -> tuple[list[_Unit], list[LineProblem]]:
-    """Compute each line's unit digest (over the answer as the archive will store it) and
-    refuse a file that holds the same observation twice."""
+    """Normalize each line and compute its unit digest (over the answer as the archive
+    will store it); refuse a file that holds the same observation twice."""
     units = []
     problems = []
     first_line: dict[str, int] = {}
     for position, observation in zip(lines, observations, strict=True):
-        answer = archive.answer_from_dict(observation["answer"])
+        answer = archive.answer_normal(observation["answer"])
+        sources = [archive.source_normal(s) for s in observation.get("sources", ())]
         digest = unit_digest(
             query=observation["query"],
-            answer=archive.answer_as_dict(answer),
-            source_digests=[source["digest"] for source in observation.get("sources", ())],
+            answer=answer,
+            source_digests=[source["digest"] for source in sources],
             pipeline=observation["pipeline"],
         )
         if digest in first_line:
@@ -225,51 +197,61 @@ def _plan_units(
             )
             continue
         first_line[digest] = position
-        units.append(_Unit(position, digest, observation, answer))
+        units.append(_Unit(position, digest, observation, answer, sources))
     return units, problems
 
 
 def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[int, int, int]:
-    existing_units = _ids_by(Observation, "unit_digest", [u.digest for u in units], study=study)
+    existing_units = bulk.ids_by(
+        Observation, "unit_digest", [u.digest for u in units], study_id=study.pk
+    )
     tuple_digests = [s["tuple_digest"] for u in units for s in u.observation.get("sources", ())]
-    existing_tuples = _ids_by(Tuple, "digest", tuple_digests, study=study)
+    existing_tuples = bulk.ids_by(Tuple, "digest", tuple_digests, study_id=study.pk)
     new_units = [unit for unit in units if unit.digest not in existing_units]
     if not new_units:
         return 0, 0, len(existing_tuples)
 
-    for unit in new_units:
-        unit.query = archive.query_from_dict(unit.observation["query"])
-        unit.pipeline = archive.pipeline_from_dict(unit.observation["pipeline"])
-        unit.sources = [archive.source_from_dict(s) for s in unit.observation.get("sources", ())]
-    query_ids = _upsert_by_key(Query, (u.query for u in new_units))
-    pipeline_ids = _upsert_by_key(Pipeline, (u.pipeline for u in new_units))
-    answer_ids = _upsert_by_key(AnswerSnapshot, (u.answer for u in new_units))
-    source_ids = _upsert_by_key(SourceSnapshot, (s for u in new_units for s in u.sources))
+    queries = [
+        archive.query_columns(archive.query_normal(u.observation["query"])) for u in new_units
+    ]
+    pipelines = [
+        archive.pipeline_columns(archive.pipeline_normal(u.observation["pipeline"]))
+        for u in new_units
+    ]
+    answers = [archive.answer_columns(u.answer) for u in new_units]
+    sources = [[archive.source_columns(s) for s in u.sources] for u in new_units]
+    query_ids = bulk.upsert(Query, _unique(queries), key="key")
+    pipeline_ids = bulk.upsert(Pipeline, _unique(pipelines), key="key")
+    answer_ids = bulk.upsert(AnswerSnapshot, _unique(answers), key="key")
+    source_ids = bulk.upsert(SourceSnapshot, _unique(r for rs in sources for r in rs), key="key")
 
-    Observation.objects.bulk_create(
+    observation_ids = bulk.insert(
+        Observation,
         [
-            Observation(
-                study=study,
-                unit_digest=unit.digest,
-                query_id=query_ids[unit.query.key],
-                pipeline_id=pipeline_ids[unit.pipeline.key],
-                answer_id=answer_ids[unit.answer.key],
-                batch=batch,
-                position=unit.position,
+            {
+                "study_id": study.pk,
+                "unit_digest": unit.digest,
+                "query_id": query_ids[query["key"]],
+                "pipeline_id": pipeline_ids[pipeline["key"]],
+                "answer_id": answer_ids[answer["key"]],
+                "batch_id": batch.pk,
+                "position": unit.position,
+            }
+            for unit, query, pipeline, answer in zip(
+                new_units, queries, pipelines, answers, strict=True
             )
-            for unit in new_units
         ],
-        batch_size=_CHUNK,
-    )
-    observation_ids = _ids_by(
-        Observation, "unit_digest", [u.digest for u in new_units], study=study
+        returning="unit_digest",
+        study_id=study.pk,
     )
 
     tuple_rows = []
     seen = set(existing_tuples)
-    for unit in new_units:
+    for unit, query, pipeline, answer, source_rows in zip(
+        new_units, queries, pipelines, answers, sources, strict=True
+    ):
         for index, (source, row) in enumerate(
-            zip(unit.observation.get("sources", ()), unit.sources, strict=True)
+            zip(unit.observation.get("sources", ()), source_rows, strict=True)
         ):
             # The same tuple under another answer unit of this study is the same tuple.
             if source["tuple_digest"] in seen:
@@ -277,21 +259,21 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
             seen.add(source["tuple_digest"])
             sampling = source.get("sampling") or {}
             tuple_rows.append(
-                Tuple(
-                    study=study,
-                    observation_id=observation_ids[unit.digest],
-                    digest=source["tuple_digest"],
-                    query_id=query_ids[unit.query.key],
-                    pipeline_id=pipeline_ids[unit.pipeline.key],
-                    answer_id=answer_ids[unit.answer.key],
-                    source_id=source_ids[row.key],
-                    position=index,
-                    sampling_stratum=sampling.get("stratum"),
-                    inclusion_probability=sampling.get("inclusion_probability"),
-                )
+                {
+                    "study_id": study.pk,
+                    "observation_id": observation_ids[unit.digest],
+                    "digest": source["tuple_digest"],
+                    "query_id": query_ids[query["key"]],
+                    "pipeline_id": pipeline_ids[pipeline["key"]],
+                    "answer_id": answer_ids[answer["key"]],
+                    "source_id": source_ids[row["key"]],
+                    "position": index,
+                    "sampling_stratum": sampling.get("stratum"),
+                    "inclusion_probability": sampling.get("inclusion_probability"),
+                }
             )
-    Tuple.objects.bulk_create(tuple_rows, batch_size=_CHUNK)
-    _create_units(study, new_units, observation_ids, tuple_rows)
+    tuple_ids = bulk.insert(Tuple, tuple_rows, returning="digest", study_id=study.pk)
+    _create_units(study, new_units, observation_ids, tuple_rows, tuple_ids)
     return len(new_units), len(tuple_rows), len(existing_tuples)
 
 
@@ -299,26 +281,35 @@ def _create_units(
     study: Study,
     new_units: Sequence[_Unit],
     observation_ids: dict[str, int],
-    tuple_rows: Sequence[Tuple],
+    tuple_rows: Sequence[dict[str, Any]],
+    tuple_ids: dict[str, int],
 ) -> None:
     """The units of annotation the study's codebook asks for: every new tuple
     (``source-risk``), or every new complete answer (``answer-claims``; a failed attempt
     has nothing to judge and no verdicts)."""
     if study.codebook.unit == CodebookUnit.TUPLE:
-        tuple_ids = _ids_by(Tuple, "digest", [row.digest for row in tuple_rows], study=study)
         rows = [
-            Unit(
-                study=study,
-                observation_id=row.observation_id,
-                tuple_id=tuple_ids[row.digest],
-                digest=row.digest,
-            )
+            {
+                "study_id": study.pk,
+                "observation_id": row["observation_id"],
+                "tuple_id": tuple_ids[row["digest"]],
+                "digest": row["digest"],
+            }
             for row in tuple_rows
         ]
     else:
         rows = [
-            Unit(study=study, observation_id=observation_ids[unit.digest], digest=unit.digest)
+            {
+                "study_id": study.pk,
+                "observation_id": observation_ids[unit.digest],
+                "digest": unit.digest,
+            }
             for unit in new_units
-            if unit.answer.status == AnswerStatus.COMPLETE
+            if unit.answer["status"] == AnswerStatus.COMPLETE
         ]
-    Unit.objects.bulk_create(rows, batch_size=_CHUNK)
+    bulk.insert(Unit, rows, returning="digest", study_id=study.pk)
+
+
+def _unique(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per archive key (a file may repeat a query, a pipeline or a source)."""
+    return list({row["key"]: row for row in rows}.values())

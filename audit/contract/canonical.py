@@ -101,3 +101,9 @@ def sha256_hex(data: bytes) -> str:
 def canonical_digest(value: Any) -> str:
     """SHA-256 (lowercase hex) of the canonical serialization of ``value``."""
     return sha256_hex(canonical_json(value))
+
+
+def canonical_digest_unchecked(value: Any) -> str:
+    """:func:`canonical_digest` for values whose keys are known to be strings (see
+    :func:`canonical_json_unchecked`)."""
+    return sha256_hex(canonical_json_unchecked(value))
