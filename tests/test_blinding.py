@@ -1,0 +1,398 @@
+"""Blinding, proved by walking the whole site as another annotator.
+
+Annotators A and B work in the same study, on the same unit. A has submitted revisions
+and a draft. B requests EVERY URL pattern of the site — enumerated from the resolver, so a
+page added later is walked without anyone editing this file — first with A's ids in the
+path, then with B's own. Whatever concerns A's objects must answer 403 or 404 (or 405 for
+a method the route does not take), exactly as it would for an object that does not exist,
+and nothing B can read anywhere may contain A's username, pseudonym, record digests,
+draft or rationale, nor the study's overlap or any priority.
+
+A route whose path parameter the walk cannot fill fails the test: teach ``BY_NAME`` or
+``BY_SEGMENT`` below what the new parameter means instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.resolvers import RegexPattern, RoutePattern
+
+from annotator.models import Assignment, Draft, Label, Membership, Role
+from annotator.selectors import unit_content
+from annotator.services import assignment_next, draft_save, label_submit, pseudonym_of
+from audit.models import Unit
+from tests.annotation.annotations import source_risk
+from tests.annotation.conftest import add_people, make_study
+
+pytestmark = pytest.mark.django_db
+
+# Routes not walked, each with its reason. Everything else is.
+SKIPPED = {
+    "admin/": "Django admin: staff only (is_staff), never an annotator's surface",
+    "static/": "static files carry no study data",
+    "media/": "no uploads are served",
+    "accounts/login/": "the login form itself: no study data",
+    "accounts/logout/": "would end B's session in the middle of the walk",
+    "api/schema/": "the schema describes the API's shapes (field names), no object's data",
+    "api/docs/": "the Swagger page only loads the schema",
+    "healthz": "process health: database, broker, worker; no study data",
+}
+METHODS = ("get", "post", "put", "patch", "delete")
+ALLOWED_FOR_OTHERS = {403, 404, 405}
+FORBIDDEN_WORDS = ("overlap", "priority", "assigned_count", "submitted_count")
+PRIORITY = 0.731_592_6
+A_DRAFT_TEXT = "A-DRAFT-7f3c9e-only-A-may-read-this"
+A_RATIONALE = "A-RATIONALE-51be02-second-look"
+PLACEHOLDER = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>")
+REGEX_GROUP = re.compile(r"\(\?P<(?P<name>\w+)>[^)]*\)")
+
+
+@dataclass(frozen=True)
+class Route:
+    route: str  # "api/assignments/<int:assignment_id>/", as Django joins it
+    name: str | None
+
+
+def _route_text(pattern: Any) -> str:
+    if isinstance(pattern, RoutePattern):
+        return str(pattern)
+    if isinstance(pattern, RegexPattern):
+        text = pattern.regex.pattern.removeprefix("^").removesuffix("$").removesuffix(r"\Z")
+        return REGEX_GROUP.sub(lambda m: f"<{m['name']}>", text)
+    raise AssertionError(f"unknown URL pattern type {type(pattern).__name__}: {pattern}")
+
+
+def all_routes(resolver: URLResolver | None = None, prefix: str = "") -> Iterator[Route]:
+    for entry in (resolver or get_resolver()).url_patterns:
+        route = prefix + _route_text(entry.pattern)
+        if isinstance(entry, URLResolver):
+            yield from all_routes(entry, route)
+        elif isinstance(entry, URLPattern):
+            yield Route(route=route, name=entry.name)
+
+
+def skip_reason(route: str) -> str | None:
+    for prefix, reason in SKIPPED.items():
+        if route == prefix or (prefix.endswith("/") and route.startswith(prefix)):
+            return reason
+    return None
+
+
+@dataclass
+class World:
+    study: Any
+    a: Any
+    b: Any
+    a_pseudonym: str
+    a_assignments: list[Assignment]
+    a_labels: list[Label]
+    a_draft: Draft
+    b_assignments: list[Assignment]
+    b_labels: list[Label]
+    batch_id: int
+
+
+# What a path parameter means, by its name, then (for pk/id) by the segment before it.
+# Each maps to (values with the owner's objects, a value naming nothing, owned-by-a-person).
+def values_by_name(world: World, owner: str) -> dict[str, tuple[list[Any], Any, bool]]:
+    mine = owner == "a"
+    user = world.a if mine else world.b
+    assignments = world.a_assignments if mine else world.b_assignments
+    labels = world.a_labels if mine else world.b_labels
+    pseudonym = world.a_pseudonym if mine else pseudonym_of(study=world.study, user=user)
+    membership = Membership.objects.get(study=world.study, user=user, role=Role.ANNOTATOR)
+    return {
+        "slug": ([world.study.slug], "no-such-study", False),
+        "study_slug": ([world.study.slug], "no-such-study", False),
+        "batch_id": ([world.batch_id], 999_999, False),
+        "assignment_id": ([a.pk for a in assignments], 999_999, True),
+        "label_id": ([label.pk for label in labels], 999_999, True),
+        "record_digest": ([label.record_digest for label in labels], "0" * 64, True),
+        "digest": ([label.record_digest for label in labels], "0" * 64, True),
+        "unit_id": ([assignments[0].unit_id], 999_999, True),
+        "user_id": ([user.pk], 999_999, True),
+        "username": ([user.username], "nobody-at-all", True),
+        "pseudonym": ([pseudonym], "a-0000000000", True),
+        "membership_id": ([membership.pk], 999_999, True),
+    }
+
+
+BY_SEGMENT = {
+    "assignments": "assignment_id",
+    "labels": "label_id",
+    "revisions": "label_id",
+    "imports": "batch_id",
+    "units": "unit_id",
+    "tuples": "unit_id",
+    "users": "user_id",
+    "people": "user_id",
+    "members": "user_id",
+    "memberships": "membership_id",
+    "studies": "slug",
+}
+
+
+def fill(route: str, world: World, owner: str) -> tuple[list[str], str | None, bool]:
+    """Concrete paths for a route with ``owner``'s objects, the same path naming objects
+    that do not exist (None when there is no parameter), and whether a parameter names a
+    person's object. Raises LookupError for a parameter the walk does not know."""
+    table = values_by_name(world, owner)
+    choices: list[list[str]] = []
+    missing: list[str] = []
+    owned = False
+    pieces = PLACEHOLDER.split(route)
+    # split() yields: literal, converter, name, literal, converter, name, ...
+    literals = pieces[0::3]
+    names = pieces[2::3]
+    for index, name in enumerate(names):
+        key = name
+        if key not in table:
+            segment = literals[index].rstrip("/").rsplit("/", 1)[-1]
+            key = BY_SEGMENT.get(segment, key)
+        if key not in table:
+            raise LookupError(f"{route}: no value for path parameter <{name}>")
+        values, absent, personal = table[key]
+        owned = owned or personal
+        choices.append([str(v) for v in values])
+        missing.append(str(absent) if personal else str(values[0]))
+
+    def build(parameters: list[str]) -> str:
+        out = literals[0]
+        for parameter, literal in zip(parameters, literals[1:], strict=True):
+            out += parameter + literal
+        return "/" + out
+
+    if any(ch in route for ch in "()[]*+?\\|{"):
+        raise LookupError(f"{route}: a regular expression the walk cannot turn into a path")
+    paths = [build(list(combo)) for combo in itertools.product(*choices)]
+    return paths, (build(missing) if names else None), owned
+
+
+def request_bodies(world: World, owner: str) -> list[dict[str, Any]]:
+    """The most plausible writes: valid for the owner's unit, naming the current draft
+    version and head revision, as JSON and as a form."""
+    assignments = world.a_assignments if owner == "a" else world.b_assignments
+    labels = world.a_labels if owner == "a" else world.b_labels
+    annotation = source_risk(unit_content(unit=assignments[0].unit), rationale="walk")
+    head = labels[-1].record_digest
+    data = {
+        "payload": {"note": "overwritten by the walk"},
+        "annotation": annotation,
+        "client_submission_id": str(uuid.uuid4()),
+    }
+    form = {
+        "payload": json.dumps(data["payload"]),
+        "annotation": json.dumps(annotation),
+        "client_submission_id": str(uuid.uuid4()),
+        "parent_digest": head,
+        "version": "1",
+    }
+    return [
+        {
+            "data": json.dumps(data),
+            "content_type": "application/json",
+            "HTTP_IF_MATCH": f'"{head}"',
+        },
+        {"data": form, "content_type": "application/x-www-form-urlencoded"},
+    ]
+
+
+def send(client: Client, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    if method == "get" or body is None:
+        return getattr(client, method)(path)
+    body = dict(body)
+    data = body.pop("data")
+    if body["content_type"] == "application/x-www-form-urlencoded":
+        from urllib.parse import urlencode
+
+        data = urlencode(data)
+    return getattr(client, method)(path, data=data, **body)
+
+
+def content_of(response: Any) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode("utf-8", "replace")
+    return response.content.decode("utf-8", "replace")
+
+
+def json_words(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from json_words(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_words(item)
+    elif isinstance(value, str):
+        yield value
+
+
+@pytest.fixture
+def world(db) -> World:
+    cache.clear()
+    study = make_study("blind", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    a, b = people["ann_a"], people["ann_b"]
+    a.username, b.username = "alice_7c1e_blind", "bob_93fa_blind"
+    a.save()
+    b.save()
+    Unit.objects.filter(study=study).update(priority=PRIORITY)
+
+    first = assignment_next(study=study, annotator=a)
+    content = unit_content(unit=first.unit)
+    one = label_submit(
+        assignment=first,
+        annotation=source_risk(content),
+        client_submission_id=uuid.uuid4(),
+        parent_digest=None,
+    ).label
+    two = label_submit(
+        assignment=first,
+        annotation=source_risk(content, rationale=A_RATIONALE),
+        client_submission_id=uuid.uuid4(),
+        parent_digest=one.record_digest,
+    ).label
+    second = assignment_next(study=study, annotator=a)
+    draft = draft_save(assignment=second, payload={"note": A_DRAFT_TEXT}, base_version=None)
+
+    b_first = assignment_next(study=study, annotator=b)
+    assert b_first.unit_id == first.unit_id  # B labels the very unit A labelled
+    b_label = label_submit(
+        assignment=b_first,
+        annotation=source_risk(unit_content(unit=b_first.unit), rationale="B's own"),
+        client_submission_id=uuid.uuid4(),
+        parent_digest=None,
+    ).label
+    b_second = assignment_next(study=study, annotator=b)
+    draft_save(assignment=b_second, payload={"note": "B's own draft"}, base_version=None)
+
+    return World(
+        study=study,
+        a=a,
+        b=b,
+        a_pseudonym=pseudonym_of(study=study, user=a),
+        a_assignments=[first, second],
+        a_labels=[one, two],
+        a_draft=draft,
+        b_assignments=[b_first, b_second],
+        b_labels=[b_label],
+        batch_id=study.imports.values_list("pk", flat=True).first(),
+    )
+
+
+def secrets_of_a(world: World) -> list[str]:
+    return [
+        world.a.username,
+        world.a_pseudonym,
+        A_DRAFT_TEXT,
+        A_RATIONALE,
+        *(label.record_digest for label in world.a_labels),
+        str(PRIORITY),
+    ]
+
+
+def check_body(path: str, method: str, response: Any, world: World, problems: list[str]) -> None:
+    text = content_of(response)
+    for secret in secrets_of_a(world):
+        if secret in text:
+            problems.append(f"{method.upper()} {path} -> {response.status_code} shows {secret!r}")
+    if "Overlap k" in text:
+        problems.append(f"{method.upper()} {path} -> {response.status_code} shows the overlap")
+    if "json" in response.get("Content-Type", "") and text:
+        words = " ".join(json_words(json.loads(text))).lower()
+        for word in FORBIDDEN_WORDS:
+            if word in words:
+                problems.append(f"{method.upper()} {path}: JSON mentions {word!r}")
+
+
+def walk(world: World, owner: str) -> tuple[int, list[str], list[str]]:
+    """Request every walkable route as B with ``owner``'s ids; the problems found."""
+    client = Client()
+    client.force_login(world.b)
+    problems: list[str] = []
+    walked: list[str] = []
+    for route in all_routes():
+        if skip_reason(route.route):
+            continue
+        try:
+            paths, missing, owned = fill(route.route, world, owner)
+        except LookupError as exc:
+            problems.append(str(exc))
+            continue
+        walked.append(route.route)
+        for path, method in itertools.product(paths, METHODS):
+            bodies = [None] if method == "get" else request_bodies(world, owner)
+            for body in bodies:
+                cache.clear()  # the walk's own writes must never meet the submit throttle
+                response = send(client, method, path, body)
+                check_body(path, method, response, world, problems)
+                if owner != "a" or not owned:
+                    continue
+                code = response.status_code
+                if code not in ALLOWED_FOR_OTHERS:
+                    problems.append(f"{method.upper()} {path} (A's) answered {code} to B")
+                    continue
+                absent = send(client, method, missing, body).status_code
+                if absent != code:
+                    problems.append(
+                        f"{method.upper()} {path} answers {code} for A's object but {absent} "
+                        f"for none ({missing}): the difference tells B it exists"
+                    )
+    return len(walked), walked, problems
+
+
+def a_state(world: World) -> tuple:
+    return (
+        list(Label.objects.filter(annotator=world.a).values_list("record_digest", flat=True)),
+        list(Draft.objects.filter(assignment__annotator=world.a).values_list("payload", "version")),
+        list(
+            Assignment.objects.filter(annotator=world.a).values_list(
+                "pk", "unit_id", "submitted_at"
+            )
+        ),
+    )
+
+
+def test_b_walking_every_route_with_as_ids_learns_nothing_and_changes_nothing(world):
+    before = a_state(world)
+
+    count, walked, problems = walk(world, owner="a")
+
+    assert problems == []
+    assert a_state(world) == before
+    # The walk reaches the annotation API and the annotation pages (sanity, not a list).
+    assert "api/assignments/<int:assignment_id>/labels/" in walked
+    assert "api/studies/<slug:slug>/assignments/" in walked
+    assert count >= 10
+
+
+def test_b_own_pages_and_api_never_show_a_nor_overlap_nor_priority(world):
+    count, _, problems = walk(world, owner="b")
+    assert problems == []
+    assert count >= 10
+
+
+def test_every_route_is_walked_or_skipped_with_a_reason(world):
+    routes = list(all_routes())
+    skipped = {r.route: skip_reason(r.route) for r in routes if skip_reason(r.route)}
+    unfillable = []
+    for route in routes:
+        if route.route in skipped:
+            continue
+        try:
+            fill(route.route, world, "a")
+        except LookupError as exc:
+            unfillable.append(str(exc))
+    assert unfillable == []
+    assert all(skipped.values())
