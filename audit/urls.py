@@ -1,10 +1,11 @@
 from django.urls import path
 
-from audit import api, views
+from audit import api, people_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("studies/<slug:slug>/", views.study_detail, name="study-detail"),
+    path("studies/<slug:slug>/people/", people_views.study_people, name="study-people"),
     path("studies/<slug:slug>/imports/", views.study_import, name="study-import"),
     path(
         "studies/<slug:slug>/imports/<int:batch_id>/",
