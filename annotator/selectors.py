@@ -8,59 +8,18 @@ from typing import Any
 from django.db.models import Count, Q
 
 from annotator.models import Assignment, Draft, Label, LabelKind
-from audit import archive
-from audit.models import Study, Tuple, Unit
+from audit.models import Study
+from audit.records import UnitContent, unit_content
 
-
-@dataclass(frozen=True)
-class UnitContent:
-    """Everything a form or a record needs about a unit, as the format's plain dicts."""
-
-    unit_id: int
-    codebook_unit: str
-    digest: str
-    query: dict[str, Any]
-    pipeline: dict[str, Any]
-    answer: dict[str, Any]
-    sources: list[dict[str, Any]]
-    sampling: dict[str, Any] | None
-
-    @property
-    def source(self) -> dict[str, Any]:
-        return self.sources[0]
-
-
-def _sampling(row: Tuple) -> dict[str, Any] | None:
-    if row.sampling_stratum is None and row.inclusion_probability is None:
-        return None
-    return {"stratum": row.sampling_stratum, "inclusion_probability": row.inclusion_probability}
-
-
-def unit_content(*, unit: Unit) -> UnitContent:
-    """Three queries: the unit with its tuple and archive rows, then (answer units) the
-    answer's tuples with their sources."""
-    unit = Unit.objects.select_related(
-        "study__codebook",
-        "tuple__source",
-        "observation__query",
-        "observation__pipeline",
-        "observation__answer",
-    ).get(pk=unit.pk)
-    observation = unit.observation
-    if unit.tuple is not None:
-        tuples = [unit.tuple]
-    else:
-        tuples = list(observation.tuples.select_related("source").order_by("position", "id"))
-    return UnitContent(
-        unit_id=unit.pk,
-        codebook_unit=unit.study.codebook.unit,
-        digest=unit.digest,
-        query=archive.query_as_dict(observation.query),
-        pipeline=archive.pipeline_as_dict(observation.pipeline),
-        answer=archive.answer_as_dict(observation.answer),
-        sources=[archive.source_as_dict(row.source) for row in tuples],
-        sampling=_sampling(unit.tuple) if unit.tuple is not None else None,
-    )
+__all__ = [
+    "UnitContent",
+    "annotator_progress",
+    "assignments_of",
+    "draft_of",
+    "label_head",
+    "labels_of_assignment",
+    "unit_content",
+]
 
 
 def label_head(*, assignment: Assignment) -> Label | None:

@@ -12,11 +12,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Assignment, Draft, Label, LabelKind, Membership, Role
-from annotator.selectors import UnitContent, label_head, unit_content
+from annotator.selectors import label_head, unit_content
 from audit.contract import check_record
-from audit.contract.digests import seal_record
 from audit.models import CodebookUnit, Study, Unit, UnitState
+from audit.records import record_build
 from audit.selectors import codebook_registry
+
+__all__ = ["record_build"]  # re-exported: the record of a label is built by audit.records
 
 # --- errors -------------------------------------------------------------------------
 
@@ -158,34 +160,6 @@ def draft_save(
 class Submission:
     label: Label
     replayed: bool  # True when this client submission id had already been accepted
-
-
-def record_build(
-    *,
-    study: Study,
-    content: UnitContent,
-    annotation: dict[str, Any],
-    parents: list[str],
-) -> dict[str, Any]:
-    """The full record (docs/formats.md) of ``annotation`` on a unit, sealed."""
-    record: dict[str, Any] = {
-        "claimgate": "record",
-        "format_version": 1,
-        "codebook": {"name": study.codebook.name, "version": study.codebook.version},
-        "query": content.query,
-        "pipeline": content.pipeline,
-        "answer": content.answer,
-    }
-    if content.codebook_unit == CodebookUnit.TUPLE:
-        record["source"] = content.source
-        record["tuple_digest"] = content.digest
-    else:
-        record["sources"] = content.sources
-        record["unit_digest"] = content.digest
-    record["sampling"] = content.sampling
-    record["annotation"] = annotation
-    record["parents"] = parents
-    return seal_record(record)
 
 
 def _annotation_from_input(
