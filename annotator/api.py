@@ -104,6 +104,34 @@ class _Refusal(Exception):
         self.headers: dict[str, str] = {}
 
 
+# --- what an annotator may read ----------------------------------------------------------
+# The evidence weights make the review priority, which annotators never see (DESIGN.md);
+# they stay on the server, as on the annotation pages. Evidence is shown as the values
+# the annotator gave, the same shape a submission sends.
+
+
+def codebook_for_annotator(definition: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(definition)
+    if isinstance(shown.get("evidence_dimensions"), list):
+        shown["evidence_dimensions"] = [
+            {key: value for key, value in item.items() if key != "weight"}
+            if isinstance(item, dict)
+            else item
+            for item in shown["evidence_dimensions"]
+        ]
+    return shown
+
+
+def annotation_for_annotator(annotation: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(annotation)
+    if isinstance(shown.get("evidence"), dict):
+        shown["evidence"] = {
+            key: item.get("value") if isinstance(item, dict) else item
+            for key, item in shown["evidence"].items()
+        }
+    return shown
+
+
 def _error(exc: AnnotationError, code: int, **extra: Any) -> Response:
     return Response({"reason": exc.code, "message": exc.message, **extra}, status=code)
 
@@ -144,7 +172,9 @@ class LabelOutput(serializers.Serializer):
     record_digest = serializers.CharField()
     etag = serializers.SerializerMethodField(help_text="The If-Match value of a revision.")
     parents = serializers.ListField(child=serializers.CharField())
-    annotation = serializers.DictField()
+    annotation = serializers.SerializerMethodField(
+        help_text="As stored, except evidence: the values you gave, without weights."
+    )
     assisted = serializers.SerializerMethodField()
     client_submission_id = serializers.UUIDField()
     created_at = serializers.DateTimeField()
@@ -154,6 +184,10 @@ class LabelOutput(serializers.Serializer):
 
     def get_etag(self, label: Label) -> str:
         return label_etag(label)
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_annotation(self, label: Label) -> dict[str, Any]:
+        return annotation_for_annotator(label.annotation)
 
     @extend_schema_field(AssistedOutput(allow_null=True))
     def get_assisted(self, label: Label) -> dict[str, Any] | None:
@@ -195,7 +229,9 @@ class UnitOutput(serializers.Serializer):
 class CodebookOutput(serializers.Serializer):
     name = serializers.CharField()
     version = serializers.CharField()
-    definition = serializers.DictField(help_text="The codebook file (docs/formats.md).")
+    definition = serializers.DictField(
+        help_text="The codebook file (docs/formats.md) without the evidence weights."
+    )
 
     class Meta:
         ref_name = "Codebook"
@@ -247,7 +283,7 @@ def assignment_detail(assignment: Assignment) -> dict[str, Any]:
             "codebook": {
                 "name": study.codebook.name,
                 "version": study.codebook.version,
-                "definition": study.codebook.definition,
+                "definition": codebook_for_annotator(study.codebook.definition),
             },
             "draft": draft_of(assignment=assignment),
             "head": label_head(assignment=assignment),

@@ -281,7 +281,13 @@ def test_detail_shows_the_unit_codebook_draft_and_head(risk_study, people):
     assert body["draft"]["etag"] == '"draft-1"'
     assert body["head"]["record_digest"] == first.record_digest
     assert body["head"]["revision"] == 1
-    assert body["head"]["annotation"] == first.annotation
+    assert body["head"]["annotation"] == {
+        **first.annotation,
+        "evidence": {"d_Q": 0.5, "d_R": 0.25, "d_P": 1.0, "d_S": 0.0},
+    }
+    dimensions = body["codebook"]["definition"]["evidence_dimensions"]
+    assert {item["key"] for item in dimensions} == {"d_Q", "d_R", "d_P", "d_S"}
+    assert "weight" not in response.content.decode()
     assert body["head"]["assisted"] is None
     assert not all_keys(body) & FORBIDDEN_KEYS
     assert "overlap" not in response.content.decode().lower()
