@@ -129,7 +129,8 @@ def events(page) -> PageEvents:
         dialog.dismiss()
 
     def on_console(message) -> None:
-        if message.type == "error":
+        # The browser asks for /favicon.ico on its own; the pages name none.
+        if message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico"):
             events.console_errors.append(message.text)
 
     page.on("dialog", on_dialog)

@@ -142,3 +142,69 @@ def has_astral(text: str) -> bool:
     """True when ``text`` holds a character outside the Basic Multilingual Plane (most
     emoji): one code point, two UTF-16 code units."""
     return any(ord(char) > 0xFFFF for char in text)
+
+
+# --- the demo's units and the annotation forms --------------------------------------
+
+
+def unit_where(study: Any, **lookups: Any) -> Any:
+    """The first unit of ``study`` matching ORM ``lookups`` (e.g. on its tuple's source
+    text or its observation's answer text)."""
+    from audit.models import Unit
+
+    unit = Unit.objects.filter(study=study, **lookups).order_by("id").first()
+    assert unit is not None, f"no unit of {study.slug} with {lookups}"
+    return unit
+
+
+def assign(unit: Any, user: Any) -> Any:
+    """Give ``user`` a slot on ``unit``, as the queue would (the slot counted on the unit),
+    so that a test opens a known unit instead of whatever the queue hands out next."""
+    from django.db.models import F
+
+    from annotator.models import Assignment
+    from audit.models import Unit
+
+    assignment = Assignment.objects.create(study=unit.study, unit=unit, annotator=user)
+    Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+    return assignment
+
+
+def texts_of(unit: Any) -> dict[str, Any]:
+    """The unit's snapshot texts as the record holds them: query, answer, and the tuple's
+    source (``source``) or every source of an answer unit by digest (``sources``)."""
+    from annotator.selectors import unit_content
+
+    content = unit_content(unit=unit)
+    texts: dict[str, Any] = {
+        "query": content.query["text"],
+        "answer": content.answer["text"],
+        "sources": {source["digest"]: source["text"] for source in content.sources},
+    }
+    if unit.tuple_id is not None:
+        texts["source"] = content.source["text"]
+    return texts
+
+
+def open_form(page: Any, assignment: Any) -> None:
+    """Open an assignment's form and wait until its script has taken over (the snapshot
+    texts are set from the page data and the draft status is shown)."""
+    page.goto(f"/assignments/{assignment.pk}/")
+    page.wait_for_function(
+        "() => document.getElementById('draft-payload').value !== ''"
+        " || !document.getElementById('restore-notice').hidden"
+    )
+
+
+def snapshot_selector(snapshot: str, digest: str | None = None) -> str:
+    if digest is None:
+        return f'[data-snapshot="{snapshot}"]'
+    return f'[data-snapshot="{snapshot}"][data-source-digest="{digest}"]'
+
+
+def expected_span(snapshot: str, text: str, needle: str) -> dict[str, Any]:
+    """The span a selection of ``needle`` must give, computed with Python's own indices."""
+    start = text.index(needle)
+    end = start + len(needle)
+    assert text[start:end] == needle
+    return {"snapshot": snapshot, "start": start, "end": end, "quote": needle}

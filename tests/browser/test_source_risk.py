@@ -1,0 +1,165 @@
+"""The source-risk form, end to end: judgments by click and by keyboard, evidence spans
+selected over emoji, CJK and decomposed accents, autosave and reload, submission, and
+the stored offsets checked against Python's own string indices."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from annotator.models import Draft, Label
+from tests.browser.helpers import (
+    assign,
+    drag_select,
+    expected_span,
+    login_fast,
+    open_form,
+    select_text,
+    snapshot_selector,
+    texts_of,
+    unit_where,
+)
+
+pytestmark = pytest.mark.browser
+
+RISK = "demo-source-risk"
+
+# The ramen review tuple: CJK throughout, an emoji in the source and one in the answer;
+# every span after an emoji has code-point offsets one less than its UTF-16 offsets.
+RAMEN = {"tuple__source__text__contains": "😂", "tuple__source__text__icontains": "麺屋"}
+# (judgment, snapshot, text to select)
+RAMEN_SPANS = [
+    ("I", "source", "終電を逃した日に助かりました😂 2時まで開いている"),
+    ("A", "answer", "「麺屋こだま 渋谷店」がおすすめです🍜"),
+    ("M", "answer", "平日は午前2時まで営業しています"),
+    ("D", "answer", "口コミによると、週末の23時以降は30分ほど並ぶ"),
+    ("passage_support", "source", "金曜の23時過ぎに行ったら30分待ちでした"),
+]
+# Attached, then removed again.
+RAMEN_REMOVED = ("I", "source", "深夜でも店員さんの対応が丁寧")
+
+
+def span_items(page, judgment: str):
+    return page.locator(f'li.span-item[data-judgment="{judgment}"]')
+
+
+def attach(page, judgment: str) -> None:
+    toolbar = page.locator("#span-toolbar")
+    expect(toolbar).to_be_visible()
+    toolbar.locator(f'button[data-attach="{judgment}"]').click()
+    expect(toolbar).to_be_hidden()
+
+
+def saved(page):
+    """Wait for the autosave request that the last change triggers and its answer."""
+    return page.expect_response(
+        lambda response: response.url.endswith("/draft") and response.request.method == "POST"
+    )
+
+
+def fill_rest(page, *, rationale: str | None = None) -> None:
+    page.select_option('select[name="source_role"]', "user_generated")
+    for key, value in (("d_Q", "0.6"), ("d_R", "0.25"), ("d_P", "1"), ("d_S", "0")):
+        page.fill(f'input[name="evidence-{key}"]', value)
+    if rationale is not None:
+        page.fill('textarea[name="rationale"]', rationale)
+
+
+def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
+    page, context, events, demo
+):
+    study = demo.studies[RISK]
+    unit = unit_where(study, **RAMEN)
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+
+    # The snapshots show their texts exactly, white space kept.
+    for snapshot in ("query", "answer", "source"):
+        element = page.locator(snapshot_selector(snapshot))
+        assert element.text_content() == texts[snapshot]
+        assert element.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+
+    # Judgments: I by clicking, A, M and D with the keyboard shortcuts.
+    page.check('input[name="pred-I"][value="1"]')
+    page.keyboard.press("a")
+    page.keyboard.press("1")
+    page.keyboard.press("m")
+    page.keyboard.press("1")
+    page.keyboard.press("d")
+    page.keyboard.press("0")
+    expect(page.locator('input[name="pred-A"][value="1"]')).to_be_checked()
+    expect(page.locator('input[name="pred-M"][value="1"]')).to_be_checked()
+    expect(page.locator('input[name="pred-D"][value="0"]')).to_be_checked()
+    page.check('input[name="passage_support"][value="1"]')
+
+    # Spans: the first one with a real mouse drag, the others by code-point offsets.
+    expected = {}
+    for number, (judgment, snapshot, needle) in enumerate(RAMEN_SPANS):
+        span = expected_span(snapshot, texts[snapshot], needle)
+        expected[judgment] = span
+        select = drag_select if number == 0 else select_text
+        assert select(page, snapshot_selector(snapshot), span["start"], span["end"]) == needle
+        attach(page, judgment)
+        item = span_items(page, judgment)
+        expect(item).to_have_count(1)
+        expect(item).to_have_attribute("data-start", str(span["start"]))
+        expect(item).to_have_attribute("data-end", str(span["end"]))
+        marks = page.locator(f"{snapshot_selector(snapshot)} mark.span-highlight.j-{judgment}")
+        expect(marks).to_have_text(needle)
+
+    # One more span on I, then removed again: its highlight goes with it.
+    judgment, snapshot, needle = RAMEN_REMOVED
+    extra = expected_span(snapshot, texts[snapshot], needle)
+    select_text(page, snapshot_selector(snapshot), extra["start"], extra["end"])
+    attach(page, judgment)
+    expect(span_items(page, "I")).to_have_count(2)
+    expect(page.locator("mark.span-highlight", has_text=needle)).to_have_count(1)
+    with saved(page) as response:
+        page.locator(
+            f'li.span-item[data-judgment="I"][data-start="{extra["start"]}"] button.span-remove'
+        ).click()
+    assert response.value.status == 200
+    expect(page.locator("#draft-status")).to_contain_text("Saved")
+    expect(span_items(page, "I")).to_have_count(1)
+    expect(page.locator("mark.span-highlight", has_text=needle)).to_have_count(0)
+
+    # The server holds the draft: reload with this browser's copy gone, and it comes back.
+    draft = Draft.objects.get(assignment=assignment)
+    assert draft.payload["spans"] == {key: [span] for key, span in expected.items()}
+    page.evaluate("() => window.localStorage.clear()")
+    page.reload()
+    open_form(page, assignment)
+    expect(page.locator("#draft-status")).to_contain_text(f"Draft version {draft.version}")
+    for key, value in (("I", "1"), ("A", "1"), ("M", "1"), ("D", "0")):
+        expect(page.locator(f'input[name="pred-{key}"][value="{value}"]')).to_be_checked()
+    expect(page.locator('input[name="passage_support"][value="1"]')).to_be_checked()
+    for judgment, span in expected.items():
+        item = span_items(page, judgment)
+        expect(item).to_have_count(1)
+        expect(item).to_have_attribute("data-start", str(span["start"]))
+        expect(item).to_have_attribute("data-end", str(span["end"]))
+    expect(page.locator("mark.span-highlight")).to_have_count(len(expected))
+
+    fill_rest(page, rationale="Owned by the chain: see the source’s footer.")
+    page.click("#submit-label")
+    expect(page).to_have_url(re.compile(rf"/studies/{RISK}/annotate/$"))
+    expect(page.locator(".messages")).to_contain_text("Label submitted")
+
+    # The stored offsets are Python's indices into the snapshot texts.
+    label = Label.objects.get(assignment=assignment)
+    stored = label.annotation["spans"]
+    assert stored == {key: [span] for key, span in expected.items()}
+    for key, (span,) in stored.items():
+        text = texts[span["snapshot"]]
+        assert text[span["start"] : span["end"]] == span["quote"], key
+        assert span["start"] == text.index(span["quote"]), key
+    assert label.annotation["predicates"] == {"I": 1, "A": 1, "M": 1, "D": 0}
+    assert label.annotation["passage_support"] == 1
+    assert not Draft.objects.filter(assignment=assignment).exists()
+    assert events.page_errors == []
+    assert events.console_errors == []
+    assert events.dialogs == []
