@@ -3,7 +3,7 @@
 Access goes through ``annotator.access`` (someone else's assignment is 404, a study one
 is not an annotator of is 403); every write calls ``annotator.services``. What an
 annotator must never see — other annotators, how many label a unit, its priority or
-state — is simply not in any serializer here.
+state, the evidence weights that make the priority — is simply not in any serializer here.
 
 Preconditions (docs/api.md):
 - a draft's ETag is ``"draft-<version>"``; a PUT on an existing draft needs a matching
@@ -59,7 +59,7 @@ ASSISTED_MODEL_MAX = 200  # Label.assisted_model
 
 # --- entity tags -------------------------------------------------------------------
 
-_ETAG = re.compile(r'^(?:W/)?"?([^",\s]+)"?$')
+_ETAG = re.compile(r'^(?:W/)?(?:"([^",\s]+)"|([^",\s]+))$')
 _DRAFT_TAG = re.compile(r"^draft-(\d{1,9})$")
 _DIGEST_TAG = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -90,7 +90,7 @@ def _if_match_tags(request: Request) -> list[str] | None:
                 f"If-Match is not a list of entity tags: {raw!r}",
                 status.HTTP_400_BAD_REQUEST,
             )
-        tags.append(match.group(1))
+        tags.append(match.group(1) or match.group(2))
     return tags
 
 

@@ -406,7 +406,7 @@ def test_draft_refuses_a_malformed_if_match_and_a_bad_payload(risk_study, people
     client = api_as(people["ann_a"])
 
     malformed = client.put(
-        draft_url(assignment), {"payload": {}}, format="json", HTTP_IF_MATCH='"a b"'
+        draft_url(assignment), {"payload": {}}, format="json", HTTP_IF_MATCH='"draft-1'
     )
     not_an_object = client.put(draft_url(assignment), {"payload": [1, 2]}, format="json")
     missing = client.put(draft_url(assignment), {"data": {}}, format="json")
