@@ -163,3 +163,48 @@ def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
     assert events.page_errors == []
     assert events.console_errors == []
     assert events.dialogs == []
+
+
+# The Lübeck café tuple: its texts are in NFD (a letter, then a combining accent), so a
+# Python index counts each accent as a code point of its own.
+CAFE = {"tuple__source__canonical_url__contains": "luebeck-entdecken"}
+CAFE_SPANS = [
+    ("I", "source", "Das Traditionscafe\u0301 in der Hu\u0308xstraße"),
+    ("A", "answer", "hat sonntags von 9 bis 18 Uhr geo\u0308ffnet"),
+    ("M", "query", "am Sonntag, 10. Mai 2026, geo\u0308ffnet"),
+    ("passage_support", "source", "Sonntag 9–18 Uhr"),
+]
+
+
+def test_nfd_spans_dragged_with_the_mouse_are_stored_in_code_points(page, context, events, demo):
+    unit = unit_where(demo.studies[RISK], **CAFE)
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+
+    expected = {}
+    for judgment, snapshot, needle in CAFE_SPANS:
+        span = expected_span(snapshot, texts[snapshot], needle)
+        expected[judgment] = span
+        selector = snapshot_selector(snapshot)
+        assert drag_select(page, selector, span["start"], span["end"]) == needle
+        attach(page, judgment)
+        expect(span_items(page, judgment)).to_have_attribute("data-start", str(span["start"]))
+        expect(span_items(page, judgment)).to_have_attribute("data-end", str(span["end"]))
+    assert any("\u0301" in span["quote"] or "\u0308" in span["quote"] for span in expected.values())
+
+    for key, value in (("I", "1"), ("A", "1"), ("M", "1"), ("D", "U")):
+        page.check(f'input[name="pred-{key}"][value="{value}"]')
+    page.check('input[name="passage_support"][value="1"]')
+    fill_rest(page)
+    page.click("#submit-label")
+    expect(page.locator(".messages")).to_contain_text("Label submitted")
+
+    label = Label.objects.get(assignment=assignment)
+    assert label.annotation["spans"] == {key: [span] for key, span in expected.items()}
+    assert label.annotation["predicates"] == {"I": 1, "A": 1, "M": 1, "D": None}
+    for (span,) in label.annotation["spans"].values():
+        text = texts[span["snapshot"]]
+        assert text[span["start"] : span["end"]] == span["quote"]
+    assert events.page_errors == []
