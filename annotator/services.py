@@ -280,4 +280,7 @@ def label_submit(
                 state=UnitState.PARTIALLY_LABELLED
             )
         Draft.objects.filter(assignment=assignment).delete()
+        from annotator.jobs import enqueue, label_submitted  # jobs import these services
+
+        enqueue(label_submitted, label.pk)
     return Submission(label=label, replayed=False)

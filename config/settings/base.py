@@ -200,7 +200,19 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "claimgate"
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    # How long a message taken by a worker that died stays invisible before another
+    # worker gets it (acks_late): long enough for the slowest job, short enough to heal.
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "600")),
+}
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_BEAT_SCHEDULE = {
+    "outcomes-sweep": {"task": "claimgate.outcomes_sweep", "schedule": 60.0},
+}
+# Failure drills only (tests): seconds a job waits before working, to kill a worker in it.
+CLAIMGATE_JOB_DELAY_SECONDS = float(os.environ.get("CLAIMGATE_JOB_DELAY_SECONDS", "0"))
 
 LOGGING = {
     "version": 1,
