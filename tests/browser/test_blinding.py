@@ -1,0 +1,109 @@
+"""Blinding in the browser: a second annotator sees nothing of the first one's work on
+the same unit — no spans, quotes, judgments or rationale on their pages — and the first
+one's assignment does not exist for them."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import expect
+
+from annotator.selectors import unit_content
+from annotator.services import draft_save, label_submit
+from tests.annotation.annotations import source_risk
+from tests.browser.helpers import assign, login_fast, open_form, unit_where
+
+pytestmark = pytest.mark.browser
+
+RISK = "demo-source-risk"
+SUBMITTED_RATIONALE = "A1-SUBMITTED-RATIONALE: the footer names the owner"
+DRAFT_RATIONALE = "A1-DRAFT-RATIONALE: still checking the imprint"
+
+
+@pytest.fixture
+def first_annotators_work(demo):
+    """annotator1 submitted a label on one unit and holds a draft on another."""
+    study = demo.studies[RISK]
+    annotator1 = demo.users["annotator1"]
+    shared = unit_where(study, tuple__source__text__contains="😂")
+    other = unit_where(study, tuple__source__canonical_url__contains="luebeck-entdecken")
+    submitted = assign(shared, annotator1)
+    annotation = source_risk(unit_content(unit=shared), rationale=SUBMITTED_RATIONALE)
+    label_submit(
+        assignment=submitted,
+        annotation=annotation,
+        client_submission_id=uuid.uuid4(),
+        parent_digest=None,
+    )
+    drafted = assign(other, annotator1)
+    draft_save(
+        assignment=drafted,
+        payload={**annotation, "rationale": DRAFT_RATIONALE},
+        base_version=None,
+    )
+    quotes = {span["quote"] for spans in annotation["spans"].values() for span in spans}
+    return {"unit": shared, "submitted": submitted, "drafted": drafted, "quotes": quotes}
+
+
+def assert_no_trace(html: str) -> None:
+    for secret in (SUBMITTED_RATIONALE, DRAFT_RATIONALE, "annotator1"):
+        assert secret not in html
+
+
+def test_second_annotator_sees_nothing_of_the_first(
+    page, context, events, demo, first_annotators_work
+):
+    work = first_annotators_work
+    annotator2 = demo.users["annotator2"]
+    login_fast(context, annotator2, demo.url)
+
+    # Their start page: their own (empty) progress and list, nothing of annotator1's.
+    page.goto(f"/studies/{RISK}/annotate/")
+    expect(page.locator("#progress-done")).to_have_text("0")
+    expect(page.locator("#progress-assigned")).to_have_text("0")
+    expect(page.locator("tr.assignment-row")).to_have_count(0)
+    assert_no_trace(page.content())
+
+    # The same unit, handed to them: a blank form.
+    mine = assign(work["unit"], annotator2)
+    page.goto(f"/studies/{RISK}/annotate/")
+    expect(page.locator("tr.assignment-row")).to_have_count(1)
+    page.click("#next-item")
+    expect(page).to_have_url(re.compile(rf"/assignments/{mine.pk}/$"))
+    open_form(page, mine)
+    html = page.content()
+    assert_no_trace(html)
+    assert work["submitted"].labels.get().record_digest not in html
+    expect(page.locator("li.span-item")).to_have_count(0)
+    expect(page.locator("mark.span-highlight")).to_have_count(0)
+    expect(page.locator("input[type=radio]:checked")).to_have_count(0)
+    expect(page.locator('textarea[name="rationale"]')).to_have_value("")
+    expect(page.locator('select[name="source_role"]')).to_have_value("")
+    expect(page.locator(".revision-note")).to_have_count(0)
+    data = json.loads(page.locator("#annotate-data").text_content())
+    assert data["initial"]["state"] is None
+    assert data["head_state"] is None
+    assert data["parent_digest"] == ""
+    # A quote is a piece of the snapshot text, which both see; as evidence, never.
+    evidence = "".join(page.locator("#label-form .span-list").all_text_contents())
+    assert evidence == ""
+    assert not any(quote in evidence for quote in work["quotes"])
+
+    # annotator1's assignments do not exist for annotator2, page or endpoint alike.
+    for theirs in (work["submitted"], work["drafted"]):
+        response = page.goto(f"/assignments/{theirs.pk}/")
+        assert response.status == 404
+        assert_no_trace(page.content())
+        token = next(c["value"] for c in context.cookies() if c["name"] == "csrftoken")
+        for endpoint in ("draft", "submit"):
+            answer = context.request.post(
+                f"{demo.url}/assignments/{theirs.pk}/{endpoint}",
+                form={"payload": "{}", "version": "0", "annotation": "{}"},
+                headers={"X-CSRFToken": token, "Referer": demo.url + "/"},
+            )
+            assert answer.status == 404, (endpoint, answer.status)
+            assert_no_trace(answer.text())
+    assert events.page_errors == []
