@@ -511,7 +511,12 @@
       highlight: highlight,
       flash: flash,
       clearSelection: clearSelection,
+      /** The selection to use now: the live one, else the last one made in a snapshot. */
       selection: function () {
+        const live = readSelection();
+        if (live) {
+          selection = live;
+        }
         return selection;
       },
       onSelection: function (listener) {
@@ -832,11 +837,12 @@
     });
     toolbar.addEventListener("click", function (event) {
       const button = event.target.closest("button[data-attach]");
-      if (!button || !pending) {
+      const found = core.selection() || pending;
+      if (!button || !found) {
         return;
       }
       const key = button.dataset.attach;
-      const span = pending.span;
+      const span = found.span;
       const duplicate = spans[key].some(function (item) {
         return item.snapshot === span.snapshot && item.start === span.start && item.end === span.end;
       });
