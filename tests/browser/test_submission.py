@@ -1,0 +1,144 @@
+"""Submitting: a double click stores one label, a replayed request stores nothing more,
+and an expired session loses no work."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from annotator.models import Label
+from tests.browser.helpers import (
+    assign,
+    expected_span,
+    login,
+    login_fast,
+    open_form,
+    select_text,
+    snapshot_selector,
+    texts_of,
+    unit_where,
+)
+
+pytestmark = pytest.mark.browser
+
+RISK = "demo-source-risk"
+
+
+def fill_unresolved(page) -> None:
+    """The smallest complete source-risk label: every judgment U (no span needed)."""
+    for key in ("I", "A", "M", "D"):
+        page.check(f'input[name="pred-{key}"][value="U"]')
+    page.check('input[name="passage_support"][value="U"]')
+    page.select_option('select[name="source_role"]', "unknown")
+    for key in ("d_Q", "d_R", "d_P", "d_S"):
+        page.fill(f'input[name="evidence-{key}"]', "0")
+
+
+@pytest.fixture
+def risk_assignment(demo):
+    unit = unit_where(demo.studies[RISK], tuple__source__text__contains="😂")
+    return assign(unit, demo.users["annotator1"])
+
+
+def test_a_double_clicked_submit_stores_one_label(page, context, events, demo, risk_assignment):
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, risk_assignment)
+    fill_unresolved(page)
+
+    with page.expect_request(
+        lambda request: request.url.endswith("/submit") and request.method == "POST"
+    ) as sent:
+        page.dblclick("#submit-label")
+    expect(page).to_have_url(re.compile(rf"/studies/{RISK}/annotate/$"))
+    expect(page.locator(".messages")).to_contain_text("Label submitted")
+    assert Label.objects.filter(assignment=risk_assignment).count() == 1
+
+    # The same request once more (a retry after a lost answer): nothing new is stored.
+    request = sent.value
+    again = context.request.post(
+        request.url,
+        data=request.post_data_buffer,
+        headers={"Content-Type": request.headers["content-type"], "Referer": request.url},
+    )
+    assert again.ok
+    assert "already stored" in again.text()
+    assert Label.objects.filter(assignment=risk_assignment).count() == 1
+    assert events.page_errors == []
+
+
+def start_draft_then_lose_the_session(page, assignment, cookies: str) -> dict:
+    """Log in through the form, make a draft with a span, then lose the session cookie
+    (``session``: it expired, the csrftoken cookie outlives it) or every cookie (``all``:
+    cleared by the browser or the user); the next autosave is refused."""
+    texts = texts_of(assignment.unit)
+    login(page, "annotator1", "annotator1-demo")
+    open_form(page, assignment)
+    fill_unresolved(page)
+    page.check('input[name="pred-I"][value="1"]')
+    span = expected_span("source", texts["source"], "2時まで開いているのはありがたい")
+    select_text(page, snapshot_selector("source"), span["start"], span["end"])
+    page.locator('#span-toolbar button[data-attach="I"]').click()
+    expect(page.locator('li.span-item[data-judgment="I"]')).to_have_count(1)
+
+    if cookies == "session":
+        page.context.clear_cookies(name="sessionid")
+    else:
+        page.context.clear_cookies()
+    with page.expect_response(lambda response: response.url.endswith("/draft")) as autosave:
+        page.fill('textarea[name="rationale"]', "written after the session ended")
+    assert autosave.value.status in (401, 403)
+    expect(page.locator("#session-expired")).to_be_visible()
+    return span
+
+
+@pytest.mark.parametrize("cookies", ["session", "all"])
+def test_an_expired_session_keeps_the_work(page, events, demo, risk_assignment, cookies):
+    span = start_draft_then_lose_the_session(page, risk_assignment, cookies)
+    page.click("#submit-label")
+    if cookies == "session":
+        expect(page.locator("#session-expired-page")).to_contain_text(
+            "your work is kept in this browser"
+        )
+        page.get_by_role("link", name="Log in again").click()
+    else:
+        # Without a csrftoken cookie the submission is refused before the view (see
+        # test_submit_without_any_cookie_says_the_session_expired); the work is kept all
+        # the same: come back to the form.
+        assert page.url.endswith("/submit")
+        page.goto(f"/assignments/{risk_assignment.pk}/")
+    assert not Label.objects.filter(assignment=risk_assignment).exists()
+
+    # Logging in again brings the form back with the work from this browser.
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.fill("#id_username", "annotator1")
+    page.fill("#id_password", "annotator1-demo")
+    page.click("button[type=submit]")
+    expect(page).to_have_url(re.compile(rf"/assignments/{risk_assignment.pk}/$"))
+    open_form(page, risk_assignment)
+    expect(page.locator("#restore-notice")).to_contain_text("Restored your unsent work")
+    expect(page.locator('input[name="pred-I"][value="1"]')).to_be_checked()
+    expect(page.locator('li.span-item[data-judgment="I"]')).to_have_attribute(
+        "data-start", str(span["start"])
+    )
+    expect(page.locator('textarea[name="rationale"]')).to_have_value(
+        "written after the session ended"
+    )
+    page.click("#submit-label")
+    expect(page.locator(".messages")).to_contain_text("Label submitted")
+    label = Label.objects.get(assignment=risk_assignment)
+    assert label.annotation["spans"] == {"I": [span]}
+    assert label.annotation["rationale"] == "written after the session ended"
+    assert events.page_errors == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="with every cookie gone (csrftoken too) the submission gets Django's bare "
+    "'CSRF verification failed' 403 page instead of the session-expired page",
+)
+def test_submit_without_any_cookie_says_the_session_expired(page, demo, risk_assignment):
+    start_draft_then_lose_the_session(page, risk_assignment, "all")
+    page.click("#submit-label")
+    expect(page.get_by_text("Your session expired").first).to_be_visible(timeout=2_000)
