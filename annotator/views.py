@@ -172,9 +172,12 @@ def _form_context(
         "login_url": f"{reverse('login')}?{urlencode({'next': form_url})}",
     }
     if stale:
+        mine = annotation_rows(annotation_for_page(submitted), codebook)
+        latest = annotation_rows(head_annotation, codebook)
+        # Rows are marked where the versions differ, so that the eye finds the change.
         context["stale"] = {
-            "mine": annotation_rows(submitted, codebook),
-            "latest": annotation_rows(head_annotation, codebook),
+            "mine": [(label, value, (label, value) not in latest) for label, value in mine],
+            "latest": [(label, value, (label, value) not in mine) for label, value in latest],
             "latest_revision": head.revision if head else None,
             "latest_at": head.created_at if head else None,
         }

@@ -702,46 +702,42 @@
       return found;
     }
 
-    // Span lists, hints and highlights.
+    function spanItem(key, span, index) {
+      return core.el(
+        "li",
+        {
+          className: "span-item",
+          "data-judgment": key,
+          "data-start": span.start,
+          "data-end": span.end,
+          "data-in": span.snapshot,
+        },
+        [
+          core.el("button", {
+            type: "button",
+            className: "span-quote",
+            "data-span-key": key + ":" + index,
+            title: "Show in the " + span.snapshot,
+            text: "“" + core.shorten(span.quote, 90) + "”",
+          }),
+          core.el("span", {
+            className: "span-where muted",
+            text: span.snapshot + " " + span.start + "–" + span.end,
+          }),
+          core.el("button", {
+            type: "button",
+            className: "span-remove",
+            "data-span-key": key + ":" + index,
+            "aria-label": "Remove this span from " + key,
+            text: "×",
+          }),
+        ]
+      );
+    }
+
+    /** Hints on every change; span lists and highlights only when the spans changed. */
     function refresh(state) {
       judgments.forEach(function (key) {
-        const list = form.querySelector('[data-spans-for="' + key + '"]');
-        list.replaceChildren.apply(
-          list,
-          spans[key].map(function (span, index) {
-            const item = core.el(
-              "li",
-              {
-                className: "span-item",
-                "data-judgment": key,
-                "data-start": span.start,
-                "data-end": span.end,
-                "data-in": span.snapshot,
-              },
-              [
-                core.el("button", {
-                  type: "button",
-                  className: "span-quote",
-                  "data-span-key": key + ":" + index,
-                  title: "Show in the " + span.snapshot,
-                  text: "“" + core.shorten(span.quote, 90) + "”",
-                }),
-                core.el("span", {
-                  className: "span-where muted",
-                  text: span.snapshot + " " + span.start + "–" + span.end,
-                }),
-                core.el("button", {
-                  type: "button",
-                  className: "span-remove",
-                  "data-span-key": key + ":" + index,
-                  "aria-label": "Remove this span from " + key,
-                  text: "×",
-                }),
-              ]
-            );
-            return item;
-          })
-        );
         const value = key === "passage_support" ? state.passage_support : state.predicates[key];
         const missing = (value === 0 || value === 1) && spans[key].length === 0;
         form.querySelector('[data-missing-for="' + key + '"]').hidden = !missing;
@@ -756,8 +752,9 @@
       form.querySelectorAll("input[data-range-for]").forEach(function (range) {
         const number = document.getElementById(range.dataset.rangeFor);
         const value = Number(number.value);
-        range.classList.toggle("unset", number.value.trim() === "" || !Number.isFinite(value));
-        if (number.value.trim() !== "" && Number.isFinite(value)) {
+        const set = number.value.trim() !== "" && Number.isFinite(value);
+        range.classList.toggle("unset", !set);
+        if (set) {
           range.value = String(value);
         }
       });
@@ -766,6 +763,15 @@
         return;
       }
       highlighted = spansKey;
+      judgments.forEach(function (key) {
+        const list = form.querySelector('[data-spans-for="' + key + '"]');
+        list.replaceChildren.apply(
+          list,
+          spans[key].map(function (span, index) {
+            return spanItem(key, span, index);
+          })
+        );
+      });
       core.highlight(function (snapshot) {
         const marks = [];
         judgments.forEach(function (key) {

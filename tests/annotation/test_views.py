@@ -473,6 +473,8 @@ def test_a_stale_submission_is_409_and_shows_both_versions(assignment, ann_a):
     assert "MINE" in mine
     assert "THE STORED ONE" not in mine
     assert "THE STORED ONE" in latest
+    assert '<div class="differs"><dt>Rationale</dt>' in mine
+    assert '<div><dt>I · Relationship</dt><dd dir="auto">1</dd>' in mine  # the same in both
     data = page_data(response)
     assert data["initial"]["state"]["rationale"] == "MINE"
     assert data["head_state"]["rationale"] == "THE STORED ONE"
