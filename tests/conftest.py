@@ -52,49 +52,91 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"needs {marker}: {problem}")
 
 
+class Worker:
+    """One real Celery worker process; its output goes to a file the test can read."""
+
+    def __init__(self, root, env: dict[str, str], log_path) -> None:
+        import subprocess
+        import sys
+        import time
+
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        name = f"test-{os.getpid()}-{time.monotonic_ns()}@%h"
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                name,
+            ],
+            cwd=root,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the worker dies at once, in the middle of whatever it does."""
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.alive():
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+
+
 @pytest.fixture
-def celery_worker_process():
-    """A real Celery worker process against the configured broker, stopped afterwards."""
-    import signal
-    import subprocess
-    import sys
-    import time
+def celery_workers(tmp_path):
+    """Start real Celery workers: ``start(**env)`` returns a :class:`Worker`. Workers use
+    the test database (DATABASE_URL is rewritten to it) and are stopped afterwards."""
     from pathlib import Path
 
+    from django.db import connection
+
     root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
-    name = f"test-{os.getpid()}-{time.monotonic_ns()}@%h"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "solo",
-            "--loglevel",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            name,
-        ],
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    started: list[Worker] = []
+
+    def start(**extra: str) -> Worker:
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
+        settings_dict = connection.settings_dict
+        if connection.vendor == "postgresql":
+            env["DATABASE_URL"] = (
+                f"postgres://{settings_dict['USER']}@{settings_dict['HOST']}:"
+                f"{settings_dict['PORT']}/{settings_dict['NAME']}"
+            )
+        env.update(extra)
+        worker = Worker(root, env, tmp_path / f"worker-{len(started)}.log")
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -25,11 +25,12 @@ def test_healthz_reaches_the_redis_broker(client):
 
 
 @pytest.mark.worker
-def test_healthz_sees_a_running_worker(client, celery_worker_process):
+def test_healthz_sees_a_running_worker(client, celery_workers):
+    worker = celery_workers()
     deadline = time.monotonic() + 60
     body = client.get("/healthz").json()
     while body["workers"]["count"] == 0 and time.monotonic() < deadline:
-        assert celery_worker_process.poll() is None, celery_worker_process.stdout.read()
+        assert worker.alive(), worker.log()
         time.sleep(0.5)
         body = client.get("/healthz").json()
     assert body["workers"]["ok"] is True

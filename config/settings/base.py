@@ -206,6 +206,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # How long a message taken by a worker that died stays invisible before another
     # worker gets it (acks_late): long enough for the slowest job, short enough to heal.
     "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "600")),
+    # Every worker looks for such messages this often (seconds), on every look.
+    "unacked_restore_interval": int(os.environ.get("CELERY_RESTORE_INTERVAL", "10")),
+    "unacked_restore_throttle": 1,
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
