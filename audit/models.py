@@ -249,6 +249,11 @@ class UnitState(models.TextChoices):
     ADJUDICATED = "adjudicated", "Adjudicated"
 
 
+class Partition(models.TextChoices):
+    CALIBRATION = "calibration", "Calibration"
+    TEST = "test", "Test (held out)"
+
+
 class Unit(models.Model):
     """What one annotator labels once, as the study's codebook says: a tuple
     (``source-risk``) or a complete answer with all of its sources (``answer-claims``).
@@ -268,6 +273,13 @@ class Unit(models.Model):
     state = models.CharField(max_length=20, choices=UnitState.choices, default=UnitState.OPEN)
     priority = models.FloatField(
         null=True, blank=True, help_text="Review priority; never shown to annotators."
+    )
+    partition = models.CharField(
+        max_length=12,
+        choices=Partition.choices,
+        null=True,
+        blank=True,
+        help_text="Calibration or held-out test; unassigned until the researcher decides.",
     )
 
     class Meta:

@@ -23,5 +23,6 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     path("api/", include("annotator.api_urls")),
     path("", include("annotator.urls")),
+    path("", include("annotator.adjudication_urls")),
     path("", include("audit.urls")),
 ]

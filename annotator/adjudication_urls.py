@@ -1,0 +1,3 @@
+"""Pages for adjudicators (mounted at the site root)."""
+
+urlpatterns: list = []
