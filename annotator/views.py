@@ -17,8 +17,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
+from django.views import csrf
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
@@ -264,3 +265,22 @@ _STALE_SENTENCE = (
     "submission was not stored. Both versions are shown below: nothing is lost. Submitting "
     "again stores yours as the newest revision."
 )
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """For ``CSRF_FAILURE_VIEW``: a submission whose cookies are all gone (the CSRF cookie
+    with the session) is an expired session too, so it gets the page that says the work is
+    kept in this browser, with status 403. Every other CSRF failure gets Django's page."""
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        match = None
+    if match is not None and match.url_name in {"assignment-submit", "assignment-draft"}:
+        form_url = reverse("assignment-form", kwargs={"pk": match.kwargs["pk"]})
+        template = (
+            "annotator/session_expired.html"
+            if match.url_name == "assignment-submit"
+            else "annotator/_draft_status.html"
+        )
+        return render(request, template, {"state": "expired", "form_url": form_url}, status=403)
+    return csrf.csrf_failure(request, reason=reason)

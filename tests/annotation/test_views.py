@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from annotator.models import Assignment, Draft, Label
@@ -496,6 +496,19 @@ def test_an_expired_session_gets_401_not_a_redirect(assignment):
         assert reverse("login") in body
     assert not Draft.objects.exists()
     assert not Label.objects.exists()
+
+
+@override_settings(CSRF_FAILURE_VIEW="annotator.views.csrf_failure")
+def test_a_submission_without_any_cookie_says_the_session_expired(assignment):
+    anonymous = Client(enforce_csrf_checks=True)  # no session, no CSRF cookie
+    submit = post_submit(anonymous, assignment, valid_annotation(assignment))
+    draft = anonymous.post(draft_url(assignment), {"payload": "{}", "version": "0"})
+    for response in (submit, draft):
+        assert response.status_code == 403
+        assert "your work is kept in this browser" in response.content.decode()
+    other = anonymous.post(reverse("annotate-start", args=[assignment.study.slug]))
+    assert other.status_code == 403
+    assert "your work is kept" not in other.content.decode()
 
 
 def test_draft_and_submit_only_take_posts(assignment, ann_a):
