@@ -1,0 +1,112 @@
+"""Screenshots of both annotation forms at 1440×900 with a few spans highlighted, for
+docs/screenshots/. They are taken only on request (SCREENSHOTS=1, or
+``python tests/browser/take_screenshots.py``), so that a test run never rewrites the
+committed images."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.helpers import (
+    assign,
+    expected_span,
+    login_fast,
+    open_form,
+    select_text,
+    snapshot_selector,
+    texts_of,
+    unit_where,
+)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        os.environ.get("SCREENSHOTS") != "1", reason="screenshots only with SCREENSHOTS=1"
+    ),
+]
+
+OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+AUDIT = "Locksmith"  # the security-audit answer: English, readable in a screenshot
+
+
+def shoot(page, name: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUT / name))
+
+
+def test_screenshot_source_risk_form(page, context, demo):
+    unit = unit_where(
+        demo.studies["demo-source-risk"],
+        tuple__source__canonical_url__contains="brightline-security",
+    )
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    for judgment, snapshot, needle in (
+        ("I", "source", "This assessment was commissioned and funded by Locksmith Inc."),
+        ("A", "answer", "Brightline reported no critical issues"),
+        ("M", "query", "independent security audit"),
+        ("D", "answer", "was commissioned and paid for by Locksmith itself"),
+        ("passage_support", "source", "We found no critical or high-severity issues."),
+    ):
+        span = expected_span(snapshot, texts[snapshot], needle)
+        select_text(page, snapshot_selector(snapshot), span["start"], span["end"])
+        page.locator(f'#span-toolbar button[data-attach="{judgment}"]').click()
+        expect(page.locator(f'li.span-item[data-judgment="{judgment}"]')).to_have_count(1)
+    for key in ("I", "A", "M", "D"):
+        page.check(f'input[name="pred-{key}"][value="1"]')
+    page.check('input[name="passage_support"][value="1"]')
+    page.select_option('select[name="source_role"]', "sponsored")
+    # A live selection, so that the toolbar shows too (placed for the page at the top).
+    page.evaluate("() => window.scrollTo(0, 0)")
+    span = expected_span("source", texts["source"], "Brightline Security retained full editorial")
+    select_text(page, snapshot_selector("source"), span["start"], span["end"])
+    expect(page.locator("#span-toolbar")).to_be_visible()
+    expect(page.locator("#draft-status")).to_contain_text("Saved")
+    shoot(page, "annotate-source-risk.png")
+
+
+def test_screenshot_answer_claims_form(page, context, demo):
+    unit = unit_where(demo.studies["demo-answer-claims"], observation__answer__text__contains=AUDIT)
+    texts = texts_of(unit)
+    (report,) = [d for d, text in texts["sources"].items() if "Security Assessment" in text]
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    for number, (claim_text, quote) in enumerate(
+        (
+            (
+                "was commissioned and paid for by Locksmith itself",
+                "This assessment was commissioned and funded by Locksmith Inc.",
+            ),
+            (
+                "Brightline reported no critical issues",
+                "We found no critical or high-severity issues.",
+            ),
+        ),
+        start=1,
+    ):
+        span = expected_span("answer", texts["answer"], claim_text)
+        select_text(page, snapshot_selector("answer"), span["start"], span["end"])
+        expect(page.locator("#selection-preview")).to_contain_text(claim_text)
+        page.click("#add-claim")
+        claim = page.locator(f'.claim[data-claim-id="c{number}"]')
+        claim.locator("select.claim-source").select_option(report)
+        quote_span = expected_span("source", texts["sources"][report], quote)
+        select_text(
+            page, snapshot_selector("source", report), quote_span["start"], quote_span["end"]
+        )
+        expect(page.locator("#selection-preview")).to_contain_text(quote[:60])
+        claim.locator("button.claim-quote").click()
+        claim.locator(f'input[name="claim-c{number}-supported"][value="true"]').check()
+        claim.locator(f'input[name="claim-c{number}-accurate"][value="true"]').check()
+    page.check('input[name="verdict-supported"][value="false"]')
+    expect(page.locator("#summary-mismatch")).to_be_visible()
+    expect(page.locator("#draft-status")).to_contain_text("Saved")
+    page.evaluate("() => window.scrollTo(0, 0)")
+    shoot(page, "annotate-answer-claims.png")
