@@ -100,7 +100,6 @@ class StudyGateAdmin(ReadOnlyAdmin):
         )
 
 
-
 @admin.register(ConformanceRun)
 class ConformanceRunAdmin(ReadOnlyAdmin):
     list_display = ("checker_version", "suite_version", "passed", "ran_at")

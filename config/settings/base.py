@@ -135,6 +135,8 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+# A draft or submit whose cookies are all gone says "session expired" and keeps the work.
+CSRF_FAILURE_VIEW = "annotator.views.csrf_failure"
 LOGIN_URL = "login"
 SESSION_COOKIE_AGE = int(os.environ.get("SESSION_COOKIE_AGE", str(8 * 60 * 60)))
 
