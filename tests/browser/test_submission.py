@@ -133,11 +133,6 @@ def test_an_expired_session_keeps_the_work(page, events, demo, risk_assignment, 
     assert events.page_errors == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with every cookie gone (csrftoken too) the submission gets Django's bare "
-    "'CSRF verification failed' 403 page instead of the session-expired page",
-)
 def test_submit_without_any_cookie_says_the_session_expired(page, demo, risk_assignment):
     start_draft_then_lose_the_session(page, risk_assignment, "all")
     page.click("#submit-label")
