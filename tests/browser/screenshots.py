@@ -1,11 +1,10 @@
 """Screenshots of both annotation forms at 1440×900 with a few spans highlighted, for
-docs/screenshots/. They are taken only on request (SCREENSHOTS=1, or
-``python tests/browser/take_screenshots.py``), so that a test run never rewrites the
-committed images."""
+docs/screenshots/. Taken only on request, by ``python tests/browser/take_screenshots.py``:
+the file's name is not a test file's, so a test run never collects it and never rewrites
+the committed images."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,7 @@ from tests.browser.helpers import (
     unit_where,
 )
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        os.environ.get("SCREENSHOTS") != "1", reason="screenshots only with SCREENSHOTS=1"
-    ),
-]
+pytestmark = pytest.mark.browser
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 AUDIT = "Locksmith"  # the security-audit answer: English, readable in a screenshot
