@@ -208,3 +208,44 @@ def test_nfd_spans_dragged_with_the_mouse_are_stored_in_code_points(page, contex
         text = texts[span["snapshot"]]
         assert text[span["start"] : span["end"]] == span["quote"]
     assert events.page_errors == []
+
+
+# The Tel Aviv bookshop tuple: right-to-left text, an emoji and a ZWJ family emoji (five
+# code points, one character) in the answer.
+BOOKS = {"tuple__source__canonical_url__contains": "horim-bair"}
+
+
+def test_rtl_and_zwj_spans_are_saved_in_code_points(page, context, events, demo):
+    unit = unit_where(demo.studies[RISK], **BOOKS)
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    family = "👨\u200d👩\u200d👧"
+    assert family in texts["answer"]
+
+    expected = {}
+    for judgment, snapshot, needle in (
+        ("A", "answer", "מבחר גדול בעברית ובאנגלית 📚"),
+        ("M", "answer", "שעת סיפור למשפחות " + family),
+        ("I", "source", "תוכן ממומן בשיתוף ספרי הגפן"),
+    ):
+        span = expected_span(snapshot, texts[snapshot], needle)
+        expected[judgment] = span
+        assert select_text(page, snapshot_selector(snapshot), span["start"], span["end"]) == needle
+        attach(page, judgment)
+        expect(span_items(page, judgment)).to_have_attribute("data-start", str(span["start"]))
+        expect(span_items(page, judgment)).to_have_attribute("data-end", str(span["end"]))
+
+    # Shortcut letters typed into the rationale are text, not judgments.
+    with saved(page) as response:
+        page.locator('textarea[name="rationale"]').press_sequentially("a1 m0")
+    assert response.value.status == 200
+    expect(page.locator('textarea[name="rationale"]')).to_have_value("a1 m0")
+    expect(page.locator("input[type=radio]:checked")).to_have_count(0)
+
+    draft = Draft.objects.get(assignment=assignment)
+    assert draft.payload["spans"] == {key: [span] for key, span in expected.items()}
+    for key, (span,) in draft.payload["spans"].items():
+        assert texts[span["snapshot"]][span["start"] : span["end"]] == span["quote"], key
+    assert events.page_errors == []
