@@ -1,6 +1,6 @@
 from django.urls import path
 
-from audit import api, people_views, views
+from audit import api, outcome_views, people_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -11,6 +11,26 @@ urlpatterns = [
         "studies/<slug:slug>/imports/<int:batch_id>/",
         views.import_detail,
         name="import-detail",
+    ),
+    path(
+        "studies/<slug:slug>/outcomes/",
+        outcome_views.study_outcomes_page,
+        name="study-outcomes",
+    ),
+    path(
+        "studies/<slug:slug>/outcomes/csv/",
+        outcome_views.study_outcomes_csv,
+        name="study-outcomes-csv",
+    ),
+    path(
+        "studies/<slug:slug>/records/<str:digest>/",
+        outcome_views.study_record,
+        name="study-record",
+    ),
+    path(
+        "studies/<slug:slug>/gate/recompute/",
+        outcome_views.study_gate_recompute,
+        name="study-gate-recompute",
     ),
 ]
 

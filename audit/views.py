@@ -15,6 +15,8 @@ from annotator.access import (
 )
 from annotator.models import Role
 from audit.forms import ImportForm
+from audit.outcome_selectors import study_gate_panel
+from audit.outcome_views import may_see_gate
 from audit.selectors import studies_with_counts, study_import_batches
 from audit.services import observations_import
 
@@ -38,6 +40,8 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if is_researcher:
         context["form"] = ImportForm()
         context["batches"] = study_import_batches(study=study)
+    if may_see_gate(user=request.user, roles=roles):
+        context["gate"] = study_gate_panel(study=study)
     return render(request, "audit/study_detail.html", context)
 
 
