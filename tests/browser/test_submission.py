@@ -127,3 +127,51 @@ def test_an_expired_session_keeps_the_work(page, events, demo, risk_assignment, 
     assert label.annotation["spans"] == {"I": [span]}
     assert label.annotation["rationale"] == "written after the session ended"
     assert events.page_errors == []
+
+
+def test_next_item_hands_out_a_unit_and_the_start_page_counts_it(page, context, events, demo):
+    from annotator.models import Assignment
+
+    login_fast(context, demo.users["annotator2"], demo.url)
+    page.goto(f"/studies/{RISK}/annotate/")
+    expect(page.locator("#next-item")).to_have_text("Next item")
+    page.click("#next-item")
+    expect(page).to_have_url(re.compile(r"/assignments/\d+/$"))
+    (assignment,) = Assignment.objects.filter(annotator=demo.users["annotator2"])
+    assert page.url.endswith(f"/assignments/{assignment.pk}/")
+    open_form(page, assignment)
+
+    page.goto(f"/studies/{RISK}/annotate/")
+    expect(page.locator("#progress-done")).to_have_text("0")
+    expect(page.locator("#progress-assigned")).to_have_text("1")
+    expect(page.locator("#next-item")).to_have_text("Continue where you left off")
+    page.click("#next-item")
+    expect(page).to_have_url(re.compile(rf"/assignments/{assignment.pk}/$"))
+    assert Assignment.objects.filter(annotator=demo.users["annotator2"]).count() == 1
+    assert events.page_errors == []
+
+
+def test_problems_are_listed_and_a_refusal_keeps_the_work(
+    page, context, events, demo, risk_assignment
+):
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, risk_assignment)
+    fill_unresolved(page)
+    page.check('input[name="pred-I"][value="1"]')  # resolved, but no span
+    page.fill('textarea[name="rationale"]', "kept after a refusal")
+
+    errors = page.locator("#form-errors")
+    page.click("#submit-label")
+    expect(errors).to_contain_text("has no evidence span")
+    expect(errors).to_be_focused()
+    assert page.url.endswith(f"/assignments/{risk_assignment.pk}/")
+
+    # The server checks again and refuses with the contract's reason code.
+    errors.get_by_role("button", name=re.compile("Submit anyway")).click()
+    expect(page.locator('#form-errors .form-error[data-code="span_missing"]')).to_contain_text(
+        "annotation.spans.I"
+    )
+    expect(page.locator('input[name="pred-I"][value="1"]')).to_be_checked()
+    expect(page.locator('textarea[name="rationale"]')).to_have_value("kept after a refusal")
+    assert not Label.objects.filter(assignment=risk_assignment).exists()
+    assert events.page_errors == []
