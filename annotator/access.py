@@ -15,8 +15,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from annotator.models import Assignment, Membership, Role
-from audit.models import Study
+from annotator.models import Assignment, Label, LabelKind, Membership, Role
+from audit.models import CodebookUnit, Study, Unit
 
 logger = logging.getLogger("claimgate.access")
 
@@ -86,3 +86,40 @@ def assignment_get_for_annotator(
     if Role.ANNOTATOR not in roles_in_study(user=user, study=assignment.study):
         _refuse(user, f"no longer an annotator of study {assignment.study.slug!r}", Http404)
     return assignment
+
+
+def study_get_for_adjudicator(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
+    study = study_get_for_member(user=user, slug=slug)
+    if Role.ADJUDICATOR not in roles_in_study(user=user, study=study):
+        _refuse(user, f"not an adjudicator of study {slug!r}", PermissionDenied)
+    return study
+
+
+def unit_get_for_adjudicator(*, user: AbstractBaseUser | AnonymousUser, unit_id: int) -> Unit:
+    """A unit of a study where the user adjudicates. Anyone else, a member of the study
+    included, is told it does not exist: an annotator learns nothing about units. Nobody
+    adjudicates a unit they labelled themselves, nor one they hold an assignment on (its
+    independent labels would unblind their own work)."""
+    unit = Unit.objects.select_related("study__codebook").filter(pk=unit_id).first()
+    if unit is None:
+        _refuse(user, f"no unit {unit_id}", Http404)
+    if not user.is_authenticated:
+        _refuse(user, f"anonymous access to unit {unit_id}", Http404)
+    if Role.ADJUDICATOR not in roles_in_study(user=user, study=unit.study):
+        _refuse(user, f"not an adjudicator of the study of unit {unit_id}", Http404)
+    what = "tuple" if unit.study.codebook.unit == CodebookUnit.TUPLE else "answer"
+    if Label.objects.filter(unit=unit, annotator=user, kind=LabelKind.INDEPENDENT).exists():
+        _refuse(
+            user,
+            f"Nobody adjudicates a {what} they labelled themselves: you labelled unit "
+            f"{unit_id}, so another adjudicator must resolve it.",
+            PermissionDenied,
+        )
+    if Assignment.objects.filter(unit=unit, annotator=user).exists():
+        _refuse(
+            user,
+            f"Nobody adjudicates a {what} they label themselves: unit {unit_id} is assigned "
+            "to you for annotation, so another adjudicator must resolve it.",
+            PermissionDenied,
+        )
+    return unit
