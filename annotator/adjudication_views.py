@@ -148,7 +148,7 @@ class Row:
 
     @property
     def pickable(self) -> bool:
-        return self.kind != "spans"
+        return self.kind not in {"spans", "note"}
 
 
 def _judgment_text(value: Any) -> str:
@@ -197,6 +197,15 @@ def _value_cell(annotation: dict[str, Any] | None, get: Any, show: Any) -> tuple
     except (KeyError, TypeError, AttributeError):
         return Cell(text="not answered", missing=True), None
     return Cell(text=show(value)), value
+
+
+def _note_row(annotations: list[dict[str, Any]]) -> Row:
+    """Each annotator's own rationale: shown to the adjudicator, never taken over."""
+    cells = [
+        Cell(text=str(a.get("rationale") or "—"), missing=not a.get("rationale"))
+        for a in annotations
+    ]
+    return Row("note", "Annotator’s rationale", "note", cells, differs=False)
 
 
 def _source_risk_rows(
@@ -254,6 +263,7 @@ def _source_risk_rows(
             lambda a, key=key: a["evidence"][key],
             lambda value: "—" if value is None else f"{float(value):g}",
         )
+    rows.append(_note_row(annotations))
     return rows
 
 
@@ -321,6 +331,7 @@ def _answer_claims_rows(
             claims_cell(final) if final is not None else None,
         )
     )
+    rows.append(_note_row(annotations))
     return rows
 
 

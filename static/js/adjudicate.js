@@ -217,7 +217,7 @@
     const rows = [];
     form.querySelectorAll("tr.field-row").forEach(function (row) {
       labels[row.dataset.field] = row.querySelector(".field-label").textContent;
-      if (!row.classList.contains("kind-spans")) {
+      if (!row.classList.contains("kind-spans") && !row.classList.contains("kind-note")) {
         rows.push(row);
       }
     });
