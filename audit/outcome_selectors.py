@@ -603,7 +603,15 @@ def study_gate_panel(*, study: Study) -> GatePanel:
     report = gate.report or {}
     reached = report.get("reached", gate.reached)
     stages = [
-        {**stage, "number": number, "label": STAGE_LABELS.get(stage.get("name"), stage.get("name"))}
+        {
+            **stage,
+            "number": number,
+            "label": STAGE_LABELS.get(stage.get("name"), stage.get("name")),
+            "counts_text": " · ".join(
+                f"{str(key).replace('_', ' ')} {value}"
+                for key, value in (stage.get("counts") or {}).items()
+            ),
+        }
         for number, stage in enumerate(report.get("stages") or [], start=1)
     ]
     return GatePanel(

@@ -54,11 +54,14 @@ def may_see_gate(*, user: AbstractBaseUser | AnonymousUser, roles: set[str]) -> 
 # Coordinates are formatted here, not by the template, so that no locale can turn a
 # decimal point into a comma inside an SVG attribute.
 
-#: Segment key -> (fill, text fill): CONTEXTUALIZE orange, PASS blue, REVIEW grey.
+#: Segment key -> (fill, text fill): CONTEXTUALIZE orange, PASS blue, REVIEW grey; for
+#: verdicts, false is the orange one.
 SEGMENT_COLOURS = {
     "one": ("#c2571a", "#ffffff"),
     "zero": ("#2f6db5", "#ffffff"),
     "unresolved": ("#aab2bd", "#1c2430"),
+    "true": ("#2f6db5", "#ffffff"),
+    "false": ("#c2571a", "#ffffff"),
 }
 CHART_WIDTH = 760
 LABEL_WIDTH = 240
@@ -156,15 +159,18 @@ def stacked_bars(
                 segments=tuple(segments),
             )
         )
-    legend = tuple(
-        LegendItem(
-            label=part_label,
-            fill=SEGMENT_COLOURS[key][0],
-            x=_n(LABEL_WIDTH + position * 170),
-            text_x=_n(LABEL_WIDTH + position * 170 + 18),
+    legend = []
+    legend_x = float(LABEL_WIDTH)
+    for key, part_label, _ in rows[0][1]:
+        legend.append(
+            LegendItem(
+                label=part_label,
+                fill=SEGMENT_COLOURS[key][0],
+                x=_n(legend_x),
+                text_x=_n(legend_x + 17),
+            )
         )
-        for position, (key, part_label, _) in enumerate(rows[0][1])
-    )
+        legend_x += 17 + 7 * len(part_label) + 22  # about 7 units a character at size 12
     description = "; ".join(
         f"{label}: " + ", ".join(f"{count} {part_label}" for _, part_label, count in parts)
         for label, parts in rows
@@ -173,7 +179,7 @@ def stacked_bars(
         title=title,
         description=description,
         bars=tuple(bars),
-        legend=legend,
+        legend=tuple(legend),
         width=CHART_WIDTH,
         height=TOP + len(rows) * ROW,
         bar_height=BAR,
@@ -202,8 +208,8 @@ def partition_chart(table: PartitionTable, *, is_tuple: bool) -> Chart | None:
             (
                 row.verdict,
                 (
-                    ("one", "true", row.true),
-                    ("zero", "false", row.false),
+                    ("true", "true", row.true),
+                    ("false", "false", row.false),
                     ("unresolved", "unknown (null)", row.unknown),
                 ),
             )
