@@ -7,6 +7,7 @@ is a failure.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -77,9 +78,6 @@ class Demo:
     studies: dict
     users: dict
 
-    def absolute(self, path: str) -> str:
-        return self.url + path
-
 
 @pytest.fixture
 def demo(live_server, transactional_db) -> Demo:
@@ -88,7 +86,7 @@ def demo(live_server, transactional_db) -> Demo:
 
     from audit.models import Study
 
-    call_command("load_demo", "--allow-without-debug", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    call_command("load_demo", "--allow-without-debug", stdout=io.StringIO())
     users = {user.username: user for user in get_user_model().objects.all()}
     studies = {study.slug: study for study in Study.objects.select_related("codebook")}
     return Demo(url=live_server.url, studies=studies, users=users)
