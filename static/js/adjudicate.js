@@ -452,6 +452,7 @@
       const items = spans.kept.map(function (span) {
         return el("li", { className: "span-item" + (span.added ? " added" : "") }, [
           el("span", { className: "span-where muted", text: span.snapshot + " [" + span.start + ", " + span.end + ")" }),
+          " ",
           el("span", { className: "span-quote", dir: "auto", text: "“" + shorten(span.quote, 140) + "”" }),
           span.added ? el("span", { className: "span-tag", text: "added" }) : "",
           el("button", {
@@ -469,6 +470,7 @@
         items.push(
           el("li", { className: "span-item removed" }, [
             el("span", { className: "span-where muted", text: span.snapshot + " [" + span.start + ", " + span.end + ")" }),
+            " ",
             el("s", { className: "span-quote", dir: "auto", text: "“" + shorten(span.quote, 80) + "”" }),
             el("button", {
               type: "button",
