@@ -63,6 +63,11 @@ class Study(models.Model):
     previous_version = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_versions"
     )
+    thresholds = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Operating thresholds (e.g. the review priority cut-off); frozen with the study.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -376,3 +381,64 @@ class StudyGate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug}: {self.reached or 'no stage'}"
+
+
+class StudyFreeze(models.Model):
+    """What was frozen before test-partition labels could be opened, with digests, who and
+    when. Irreversible: database triggers refuse UPDATE and DELETE; a change needs a new
+    study version (``Study.previous_version``)."""
+
+    study = models.OneToOneField(Study, on_delete=models.PROTECT, related_name="freeze")
+    codebook_digest = models.CharField(max_length=DIGEST_LENGTH)
+    pipelines = models.JSONField(help_text="[{name, version, key}] of every pipeline in use.")
+    pipelines_digest = models.CharField(max_length=DIGEST_LENGTH)
+    thresholds = models.JSONField()
+    thresholds_digest = models.CharField(max_length=DIGEST_LENGTH)
+    partition_digest = models.CharField(
+        max_length=DIGEST_LENGTH, help_text="Digest of the sorted (unit digest, partition) list."
+    )
+    partition_counts = models.JSONField(help_text="{calibration: n, test: n}")
+    frozen_at = models.DateTimeField(auto_now_add=True)
+    frozen_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} frozen {self.frozen_at:%Y-%m-%d}"
+
+
+class ReleaseStatus(models.TextChoices):
+    BUILDING = "building", "Building"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Release(models.Model):
+    """A named, immutable, downloadable label set of a study. Its files live under
+    ``settings.RELEASES_ROOT / <study slug> / <name>``; ``files`` lists them with their
+    SHA-256 and sizes (the SHA256SUMS manifest is one of them)."""
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="releases")
+    name = models.SlugField(max_length=80)
+    status = models.CharField(
+        max_length=10, choices=ReleaseStatus.choices, default=ReleaseStatus.BUILDING
+    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done.")
+    stage = models.CharField(max_length=30, null=True, blank=True)
+    files = models.JSONField(default=dict, blank=True)
+    manifest_sha256 = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="release_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.name}"

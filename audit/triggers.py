@@ -4,6 +4,10 @@ Used from migrations (``RunPython(install(...), uninstall(...))``) so that the r
 whatever writes to the database: the ORM, a raw cursor, or someone with psql. A refused
 statement raises ``django.db.IntegrityError`` on both backends (PostgreSQL: SQLSTATE 23001
 restrict_violation; SQLite: RAISE(ABORT), a constraint failure).
+
+SQLite caveat for later migrations: to alter a table SQLite rebuilds it (create a copy, drop,
+rename), which fails while a trigger on *another* table names it in its WHEN clause. Such a
+migration uninstalls that rule first and installs it again last (see audit 0007).
 """
 
 from __future__ import annotations

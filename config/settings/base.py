@@ -167,6 +167,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # written; 64 MiB bounds that. The line limit of the format itself is 4 MiB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
+# Where release bundles are written (one folder per study and release name).
+RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT") or BASE_DIR / "var" / "releases")
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", str(64 * 1024 * 1024)))
 
 REST_FRAMEWORK = {
