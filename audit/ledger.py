@@ -20,6 +20,7 @@ from audit.models import (
     LedgerEntry,
     LedgerHead,
     Study,
+    StudyFreeze,
     StudyGate,
     Unit,
     UnitState,
@@ -150,7 +151,8 @@ def gate_inputs(*, study: Study) -> GateInputs:
         reliability_reported=False,
         units_disputed=units["disputed"],
         units_adjudicated=units["adjudicated"],
-        frozen=False,
+        # Partitions cannot change once frozen (trigger), and freezing refuses leakage.
+        frozen=StudyFreeze.objects.filter(study=study).exists(),
     )
 
 

@@ -1,0 +1,4 @@
+"""Pages (mounted at the site root)."""
+
+urlpatterns: list = []
+api_urlpatterns: list = []
