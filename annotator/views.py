@@ -90,6 +90,7 @@ def annotate_start(request: HttpRequest, slug: str) -> HttpResponse:
     progress = annotator_progress(study=study, annotator=request.user)
     context = {
         "study": study,
+        "forget_storage": request.session.pop("forget_storage", None),
         "progress": progress,
         "assignments": assignments_of(study=study, annotator=request.user),
     }
@@ -97,6 +98,11 @@ def annotate_start(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 # --- the form -------------------------------------------------------------------------
+
+
+def _storage_key(assignment: Assignment) -> str:
+    """The localStorage key under which the form keeps its unsent copy."""
+    return f"claimgate:assignment:{assignment.pk}"
 
 
 def _form_context(
@@ -152,7 +158,7 @@ def _form_context(
         "head_state": head_annotation,
         "draft_version": draft.version if draft else 0,
         "parent_digest": head.record_digest if head else "",
-        "storage_key": f"claimgate:assignment:{assignment.pk}",
+        "storage_key": _storage_key(assignment),
     }
     context: dict[str, Any] = {
         "study": study,
@@ -251,6 +257,8 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
         context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
         return render(request, template, context, status=400)
     label = submission.label
+    # The browser's unsent copy of this form is no longer needed (see static/js/forget.js).
+    request.session["forget_storage"] = _storage_key(assignment)
     if submission.replayed:
         messages.info(request, f"This submission was already stored (revision {label.revision}).")
     elif label.revision == 1:

@@ -285,9 +285,15 @@
     }
 
     let selectionTimer = null;
+    // While the mouse button is down the person is still dragging: a toolbar shown under
+    // the pointer then would be dragged into the selection. Wait for the release.
+    let dragging = false;
     function selectionChanged() {
       window.clearTimeout(selectionTimer);
       selectionTimer = window.setTimeout(function () {
+        if (dragging) {
+          return;
+        }
         const found = readSelection();
         const live = found !== null;
         if (found) {
@@ -301,7 +307,21 @@
       }, 60);
     }
     document.addEventListener("selectionchange", selectionChanged);
-    document.addEventListener("mouseup", selectionChanged);
+    document.addEventListener(
+      "mousedown",
+      function (event) {
+        dragging = event.button === 0;
+      },
+      true,
+    );
+    document.addEventListener(
+      "mouseup",
+      function () {
+        dragging = false;
+        selectionChanged();
+      },
+      true,
+    );
 
     function clearSelection() {
       selection = null;

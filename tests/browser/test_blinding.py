@@ -109,11 +109,6 @@ def test_second_annotator_sees_nothing_of_the_first(
     assert events.page_errors == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the form's browser copy (localStorage 'claimgate:assignment:<id>') outlives a "
-    "successful submission and the logout: the next person on the same browser can read it",
-)
 def test_a_shared_browser_keeps_no_copy_after_submit_and_logout(page, context, demo):
     unit = unit_where(demo.studies[RISK], tuple__source__text__contains="😂")
     assignment = assign(unit, demo.users["annotator1"])
