@@ -48,12 +48,17 @@ SEALED_NOTE = "sealed until the study is frozen"
 
 
 def partition_sealed(study: Study, partition: str) -> bool:
-    """Whether a partition's outcome numbers stay hidden from every page and download.
+    """Whether a partition's outcome numbers stay hidden from every page and download:
+    the held-out test partition, until the study is frozen (``StudyFreeze``).
 
-    Studies have no frozen flag yet, so every study counts as not frozen and its held-out
-    test partition stays sealed. The issue that adds freezing changes this function only.
+    A freeze is irreversible, so the answer is read once per Study instance (Django
+    caches the reverse one-to-one, a missing freeze included, and ``study_freeze`` sets
+    it): a list page asks per row without a query per row, and a stale instance can only
+    err on the sealed side.
     """
-    return partition == Partition.TEST
+    if partition != Partition.TEST:
+        return False
+    return not hasattr(study, "freeze")
 
 
 # --- fetched values ----------------------------------------------------------------------
