@@ -1,0 +1,702 @@
+"""Release bundles on disk: pure, no Django (doccano's "dataset → formatter → writer").
+
+A release is a folder of files whose names come from this module (``BUNDLE_FILES``),
+never from the data. Tables are written from iterables of plain dicts — streamed, one
+row at a time — as JSON Lines, CSV and Parquet, each with a fixed column order and fixed
+settings, so that the same rows always give the same bytes:
+
+- JSONL: one canonical JSON object per line (keys sorted, UTF-8, ``\\n`` after each);
+- CSV: RFC 4180 (``\\r\\n``), a header row in the table's column order, ``None`` as an
+  empty cell, booleans ``true``/``false``, nested values as canonical JSON text; a text
+  cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a
+  leading apostrophe, so that a spreadsheet never runs it as a formula (numbers are
+  written as numbers and never escaped: they cannot hold a formula);
+- Parquet: the table's fixed Arrow schema, nested values as canonical JSON text, written
+  in row groups of ``PARQUET_ROW_GROUP`` rows as they arrive (memory stays constant),
+  with fixed compression, statistics, dictionary and format-version settings and no
+  timestamp anywhere in the file's metadata.
+
+``SHA256SUMS`` lists every other file as ``<hex>  <name>`` sorted by name (the format of
+``sha256sum``), ``verify_bundle`` recomputes it and re-checks each record line, and
+``write_zip`` packs a bundle with fixed timestamps, order and compression.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from audit.contract.canonical import canonical_json
+
+FORMAT_VERSION = 1
+MANIFEST = "SHA256SUMS"
+README = "README.md"
+CODEBOOK = "codebook.json"
+STAGE = "stage.json"
+RELIABILITY = "reliability.json"
+RECORDS = "records.jsonl"
+TABLE_FORMATS = ("jsonl", "csv", "parquet")
+TABLE_NAMES = ("labels_independent", "labels_final", "outcomes")
+#: Every name a bundle may hold. Nothing else is ever written into a bundle folder.
+BUNDLE_FILES = (
+    README,
+    CODEBOOK,
+    STAGE,
+    RELIABILITY,
+    RECORDS,
+    *(f"{table}.{ext}" for table in TABLE_NAMES for ext in TABLE_FORMATS),
+    MANIFEST,
+)
+_BUNDLE_FILE_SET = frozenset(BUNDLE_FILES)
+
+PARQUET_ROW_GROUP = 10_000
+PARQUET_OPTIONS: dict[str, Any] = {
+    "version": "2.6",
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "data_page_version": "1.0",
+    "data_page_size": 1024 * 1024,
+    "store_schema": True,
+    "use_byte_stream_split": False,
+}
+#: Fixed stamp of every zip member (the earliest a zip can hold): no wall-clock time.
+ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+
+#: A study slug or release name: letters, digits, ``-`` and ``_`` (Django's slug), never
+#: empty, never starting with a dot or a dash; nothing that could walk out of a folder.
+_SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,79}")
+_CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class BundlePathError(ValueError):
+    """A slug, release name or file name that could leave the bundle folder."""
+
+
+def check_slug(value: str, what: str) -> str:
+    if not isinstance(value, str) or not _SLUG.fullmatch(value):
+        raise BundlePathError(
+            f"{what} {value!r} is not a slug (letters, digits, '-' and '_', at most 80)"
+        )
+    return value
+
+
+def _inside(root: Path, path: Path) -> Path:
+    resolved_root = root.resolve()
+    resolved = path.resolve()
+    if resolved != resolved_root and resolved_root not in resolved.parents:
+        raise BundlePathError(f"{path} is outside {root}")
+    return path
+
+
+def bundle_dir(root: Path, slug: str, name: str) -> Path:
+    """``root/<slug>/<name>``, after checking both are slugs and the result stays inside."""
+    check_slug(slug, "study slug")
+    check_slug(name, "release name")
+    return _inside(root, Path(root) / slug / name)
+
+
+def bundle_file(directory: Path, name: str) -> Path:
+    """A file of the bundle: ``name`` must be one of ``BUNDLE_FILES``."""
+    if name not in _BUNDLE_FILE_SET:
+        raise BundlePathError(f"{name!r} is not a file of a release bundle")
+    path = Path(directory) / name
+    _inside(directory, path)
+    if path.resolve().parent != Path(directory).resolve():
+        raise BundlePathError(f"{name!r} does not lie directly in the bundle")
+    return path
+
+
+# --- tables ------------------------------------------------------------------------------
+
+#: Column types: ``string``, ``int``, ``float``, ``bool`` and ``json`` (any JSON value,
+#: written as canonical JSON text in CSV and Parquet, as itself in JSONL).
+COLUMN_TYPES = ("string", "int", "float", "bool", "json")
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[tuple[str, str], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+
+_LABEL_COMMON = (
+    ("record_digest", "string"),
+    ("kind", "string"),
+    ("revision", "int"),
+    ("current", "bool"),
+    ("parents", "json"),
+    ("unit_digest", "string"),
+    ("partition", "string"),
+    ("annotator", "string"),
+    ("assisted_model", "string"),
+    ("created_at", "string"),
+)
+_SOURCE_RISK = (
+    ("I", "int"),
+    ("A", "int"),
+    ("M", "int"),
+    ("D", "int"),
+    ("passage_support", "int"),
+    ("source_role", "string"),
+    ("spans", "json"),
+    ("evidence", "json"),
+    ("rationale", "string"),
+)
+VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
+_ANSWER_CLAIMS = (
+    *((key, "bool") for key in VERDICTS),
+    ("claim_count", "int"),
+    ("claims", "json"),
+    ("verdicts", "json"),
+    ("rationale", "string"),
+)
+OUTCOMES = Table(
+    "outcomes",
+    (
+        ("record_digest", "string"),
+        ("unit_digest", "string"),
+        ("kind", "string"),
+        ("codebook", "string"),
+        ("checker_version", "string"),
+        ("stage", "string"),
+        ("ok", "bool"),
+        ("reason", "string"),
+        ("endpoint", "int"),
+        ("short_circuit", "int"),
+        ("priority", "float"),
+        ("action", "string"),
+        ("recorded_at", "string"),
+        ("seq", "int"),
+        ("prev_hash", "string"),
+        ("entry_hash", "string"),
+    ),
+)
+
+
+def label_table(name: str, unit: str) -> Table:
+    """The label table of a codebook unit (``tuple`` or ``answer``)."""
+    specific = _SOURCE_RISK if unit == "tuple" else _ANSWER_CLAIMS
+    return Table(name, _LABEL_COMMON + specific)
+
+
+def _cell_text(value: Any, kind: str) -> str:
+    if value is None:
+        return ""
+    if kind == "json":
+        text = canonical_json(value).decode("utf-8")
+    elif isinstance(value, bool):
+        return "true" if value else "false"
+    elif isinstance(value, int | float):
+        return repr(value)
+    else:
+        text = str(value)
+    return "'" + text if text.startswith(_CSV_TRIGGERS) else text
+
+
+def csv_cell(value: Any, kind: str = "string") -> str:
+    """One CSV cell as written (escaped where a spreadsheet would run a formula)."""
+    return _cell_text(value, kind)
+
+
+class JsonlWriter:
+    def __init__(self, stream: IO[bytes], table: Table) -> None:
+        self.stream = stream
+        self.names = table.names
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self.stream.write(canonical_json({name: row[name] for name in self.names}) + b"\n")
+
+    def close(self) -> None:
+        pass
+
+
+class CsvWriter:
+    def __init__(self, stream: IO[bytes], table: Table) -> None:
+        self.text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=True)
+        self.writer = csv.writer(self.text, lineterminator="\r\n")
+        self.columns = table.columns
+        self.writer.writerow(table.names)
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self.writer.writerow([_cell_text(row[name], kind) for name, kind in self.columns])
+
+    def close(self) -> None:
+        self.text.flush()
+        self.text.detach()
+
+
+def _arrow_schema(table: Table) -> Any:
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "bool": pa.bool_(),
+        "json": pa.string(),
+    }
+    return pa.schema([pa.field(name, types[kind], nullable=True) for name, kind in table.columns])
+
+
+class ParquetWriter:
+    """Buffers ``PARQUET_ROW_GROUP`` rows as columns, then writes them as one row group."""
+
+    def __init__(self, stream: IO[bytes], table: Table) -> None:
+        import pyarrow.parquet as pq
+
+        self.table = table
+        self.schema = _arrow_schema(table)
+        self.writer = pq.ParquetWriter(stream, self.schema, **PARQUET_OPTIONS)
+        self.buffer: list[list[Any]] = [[] for _ in table.columns]
+        self.count = 0
+        self.rows_written = 0
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        for column, (name, kind) in zip(self.buffer, self.table.columns, strict=True):
+            value = row[name]
+            if kind == "json" and value is not None:
+                value = canonical_json(value).decode("utf-8")
+            column.append(value)
+        self.count += 1
+        if self.count >= PARQUET_ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self.count:
+            return
+        batch = pa.record_batch(
+            [
+                pa.array(column, type=field.type)
+                for column, field in zip(self.buffer, self.schema, strict=True)
+            ],
+            schema=self.schema,
+        )
+        self.writer.write_batch(batch, row_group_size=PARQUET_ROW_GROUP)
+        self.rows_written += self.count
+        self.buffer = [[] for _ in self.table.columns]
+        self.count = 0
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+
+
+_WRITERS = {"jsonl": JsonlWriter, "csv": CsvWriter, "parquet": ParquetWriter}
+
+
+class TableFiles:
+    """One table written as ``<name>.jsonl``, ``<name>.csv`` and ``<name>.parquet`` at once,
+    a row at a time (so that one pass over the database feeds every format)."""
+
+    def __init__(self, directory: Path, table: Table) -> None:
+        self.table = table
+        self.rows = 0
+        self.streams: list[IO[bytes]] = []
+        self.writers: list[Any] = []
+        for ext in TABLE_FORMATS:
+            stream = bundle_file(directory, f"{table.name}.{ext}").open("xb")
+            self.streams.append(stream)
+            self.writers.append(_WRITERS[ext](stream, table))
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        for writer in self.writers:
+            writer.write(row)
+        self.rows += 1
+
+    def close(self) -> None:
+        for writer, stream in zip(self.writers, self.streams, strict=True):
+            writer.close()
+            stream.close()
+
+
+def write_table(directory: Path, table: Table, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Write every row of ``rows`` in the three formats; returns the row count."""
+    files = TableFiles(directory, table)
+    try:
+        for row in rows:
+            files.write(row)
+    finally:
+        files.close()
+    return files.rows
+
+
+def write_jsonl(stream: IO[bytes], rows: Iterable[Any]) -> int:
+    """Canonical JSON Lines from any JSON values (records, headers)."""
+    count = 0
+    for row in rows:
+        stream.write(canonical_json(row) + b"\n")
+        count += 1
+    return count
+
+
+def write_json(path: Path, value: Any) -> None:
+    """One canonical JSON document, newline-terminated."""
+    with path.open("xb") as stream:
+        stream.write(canonical_json(value) + b"\n")
+
+
+# --- withheld texts -----------------------------------------------------------------------
+
+WITHHELD_SNAPSHOTS = ("answer", "source")
+
+
+def quote_sha256(quote: str) -> str:
+    return hashlib.sha256(quote.encode("utf-8")).hexdigest()
+
+
+def withhold_span(span: Any) -> Any:
+    """A span of an answer or source without its quote: the offsets stay, the quote is
+    replaced by ``null`` and its SHA-256 (``quote_sha256``), so that whoever holds the
+    archived text can check it."""
+    if not isinstance(span, dict) or span.get("snapshot") not in WITHHELD_SNAPSHOTS:
+        return span
+    quote = span.get("quote")
+    if not isinstance(quote, str):
+        return span
+    return {**span, "quote": None, "quote_sha256": quote_sha256(quote)}
+
+
+@dataclass
+class Withheld:
+    """What a release left out, counted as it goes: nothing is dropped silently."""
+
+    answer_texts: int = 0
+    source_texts: int = 0
+    quotes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "answer_texts": self.answer_texts,
+            "source_texts": self.source_texts,
+            "quotes": self.quotes,
+        }
+
+
+def withhold_annotation(annotation: dict[str, Any], counter: Withheld) -> dict[str, Any]:
+    """The annotation with every answer/source quote replaced by its SHA-256."""
+    out = dict(annotation)
+    spans = annotation.get("spans")
+    if isinstance(spans, dict):
+        out["spans"] = (
+            {
+                key: [_count(withhold_span(s), s, counter) for s in value]
+                for key, value in spans.items()
+            }
+            if spans
+            else spans
+        )
+    claims = annotation.get("claims")
+    if isinstance(claims, list):
+        out["claims"] = [
+            {
+                **claim,
+                "span": _count(withhold_span(claim.get("span")), claim.get("span"), counter),
+                "quote_span": _count(
+                    withhold_span(claim.get("quote_span")), claim.get("quote_span"), counter
+                ),
+            }
+            if isinstance(claim, dict)
+            else claim
+            for claim in claims
+        ]
+    return out
+
+
+def _count(new: Any, old: Any, counter: Withheld) -> Any:
+    if new is not old:
+        counter.quotes += 1
+    return new
+
+
+def withhold_record(record: dict[str, Any], counter: Withheld) -> dict[str, Any]:
+    """A record without its answer and source texts (their ``digest`` stays) and with
+    hashed quotes; ``record_digest`` stays the digest of the full record."""
+    out = dict(record)
+    out["answer"] = {**record["answer"], "text": None}
+    counter.answer_texts += 1
+    if "source" in record:
+        out["source"] = {**record["source"], "text": None}
+        counter.source_texts += 1
+    if "sources" in record:
+        out["sources"] = [{**source, "text": None} for source in record["sources"]]
+        counter.source_texts += len(record["sources"])
+    out["annotation"] = withhold_annotation(record["annotation"], counter)
+    return out
+
+
+# --- manifest -------------------------------------------------------------------------------
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(1024 * 1024), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def manifest_text(sums: Mapping[str, str]) -> str:
+    """``SHA256SUMS``: ``<hex>  <name>`` per file, sorted by name (``sha256sum -c`` reads it)."""
+    return "".join(f"{sums[name]}  {name}\n" for name in sorted(sums))
+
+
+def parse_manifest(text: str) -> tuple[dict[str, str], list[str]]:
+    """The manifest's ``{name: hex}`` and the lines it could not read."""
+    sums: dict[str, str] = {}
+    bad: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
+        if match is None or "/" in match[2] or "\\" in match[2] or match[2] in (".", ".."):
+            bad.append(f"{MANIFEST} line {number} is not '<sha256>  <file name>': {line!r}")
+            continue
+        sums[match[2]] = match[1]
+    return sums, bad
+
+
+def write_manifest(directory: Path) -> dict[str, dict[str, Any]]:
+    """Write ``SHA256SUMS`` over every file of the bundle; ``{name: {sha256, bytes}}`` of
+    every file, the manifest included."""
+    names = sorted(p.name for p in Path(directory).iterdir() if p.name != MANIFEST)
+    files = {}
+    for name in names:
+        path = bundle_file(directory, name)
+        files[name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    manifest = bundle_file(directory, MANIFEST)
+    manifest.write_bytes(
+        manifest_text({name: f["sha256"] for name, f in files.items()}).encode("utf-8")
+    )
+    files[MANIFEST] = {"sha256": file_sha256(manifest), "bytes": manifest.stat().st_size}
+    return files
+
+
+# --- verification ---------------------------------------------------------------------------
+
+
+@dataclass
+class Verification:
+    changed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    manifest_problems: list[str] = field(default_factory=list)
+    bad_records: list[tuple[int, str, str]] = field(default_factory=list)
+    records_checked: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.changed or self.missing or self.extra or self.manifest_problems or self.bad_records
+        )
+
+
+def verify_bundle(directory: Path, *, check_records: bool = True) -> Verification:
+    """Recompute ``SHA256SUMS`` (every changed, missing or extra file) and re-check every
+    record line against the bundled codebook with the record checker."""
+    result = Verification()
+    directory = Path(directory)
+    manifest = directory / MANIFEST
+    if not manifest.is_file():
+        result.missing.append(MANIFEST)
+        return result
+    sums, result.manifest_problems = parse_manifest(manifest.read_text(encoding="utf-8"))
+    present = sorted(p.name for p in directory.iterdir() if p.name != MANIFEST)
+    for name in sorted(sums):
+        path = directory / name
+        if not path.is_file():
+            result.missing.append(name)
+        elif file_sha256(path) != sums[name]:
+            result.changed.append(name)
+    result.extra = [name for name in present if name not in sums]
+    if check_records and (directory / RECORDS).is_file() and (directory / CODEBOOK).is_file():
+        _verify_records(directory, result)
+    return result
+
+
+def _verify_records(directory: Path, result: Verification) -> None:
+    from audit.contract import check_record, codebook_from_dict
+    from audit.contract.errors import ContractError
+
+    try:
+        definition = json.loads((directory / CODEBOOK).read_text(encoding="utf-8"))
+        codebook = codebook_from_dict(definition)
+    except (ValueError, ContractError) as exc:
+        result.bad_records.append((0, "invalid_codebook", f"{CODEBOOK}: {exc}"))
+        return
+    registry = {(codebook.name, codebook.version): codebook}
+    with (directory / RECORDS).open("rb") as stream:
+        for number, record in _numbered_json(stream, result):
+            if number == 1:
+                if not isinstance(record, dict) or record.get("claimgate") != "records":
+                    result.bad_records.append(
+                        (1, "invalid_header", "line 1 is not a records header")
+                    )
+                    return
+                if record.get("texts_withheld"):
+                    result.notes.append(
+                        "snapshot texts are withheld in this release: the records cannot be "
+                        "re-checked without them (their digests and the quotes' SHA-256 stay)"
+                    )
+                    return
+                continue
+            checked = check_record(record, registry)
+            result.records_checked += 1
+            if not checked.ok:
+                result.bad_records.append(
+                    (number, checked.reason or "refused", checked.message or "refused")
+                )
+
+
+def _numbered_json(stream: IO[bytes], result: Verification) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(stream, start=1):
+        try:
+            yield number, json.loads(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            result.bad_records.append((number, "malformed_json", str(exc)))
+
+
+# --- zip -----------------------------------------------------------------------------------
+
+
+def write_zip(target: IO[bytes], directory: Path, names: Sequence[str], prefix: str) -> None:
+    """The bundle as a zip: members in sorted order under ``prefix/``, each stamped
+    1980-01-01 00:00, mode 0644, deflated at zlib's default level — the same bytes every
+    time (for one zlib version)."""
+    check_slug(prefix, "zip folder")
+    with zipfile.ZipFile(target, "w") as archive:
+        for name in sorted(names):
+            path = bundle_file(directory, name)
+            info = zipfile.ZipInfo(f"{prefix}/{name}", date_time=ZIP_DATE_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3
+            info.external_attr = 0o100644 << 16
+            info.file_size = path.stat().st_size
+            with path.open("rb") as source, archive.open(info, "w") as sink:
+                for chunk in iter(lambda: source.read(1024 * 1024), b""):
+                    sink.write(chunk)
+
+
+# --- datasheet ------------------------------------------------------------------------------
+
+
+def _line(value: Any) -> str:
+    return " ".join(str(value).split())
+
+
+def render_datasheet(facts: Mapping[str, Any]) -> str:
+    """The release's README (Markdown) from plain facts; no clock is read here."""
+    f = facts
+    out: list[str] = []
+    add = out.append
+    add(f"# Release {_line(f['release'])} of study {_line(f['study'])}\n")
+    add(f"{_line(f['title'])}\n")
+    if not f["frozen"]:
+        add(
+            "> **NOT FROZEN.** This study was not frozen when this release was built: "
+            "codebook, pipeline, thresholds and partitions could still change, and the "
+            f"**test partition is withheld** (sealed): {f['withheld_units']} units and "
+            f"{f['withheld_labels']} labels of it are not in this release. Nothing here "
+            "supports a held-out evaluation.\n"
+        )
+    else:
+        add(f"Frozen at {f['frozen_at']}; the test partition is included.\n")
+    add("## Stamp\n")
+    add(f"- validation stage reached: **{f['stage'] or 'none'}**")
+    add(f"- codebook: {_line(f['codebook'])} (SHA-256 `{f['codebook_digest']}`)")
+    add(f"- record format version {FORMAT_VERSION}; checker {f['checker_version']}")
+    if f.get("label_dates"):
+        first, last = f["label_dates"]
+        add(f"- labels submitted between {first} and {last}")
+    add("")
+    add("## Counts\n")
+    add("| what | count |\n|---|---:|")
+    for what, count in f["counts"]:
+        add(f"| {what} | {count} |")
+    add("")
+    add("## Annotators (pseudonymous)\n")
+    add(
+        "Annotators are named by the pseudonym of their membership in the study, never by "
+        "user name. Independent labels per annotator:\n"
+    )
+    if f["annotators"]:
+        add("| annotator | independent labels |\n|---|---:|")
+        for name, count in f["annotators"]:
+            add(f"| {_line(name)} | {count} |")
+    else:
+        add("None.")
+    add("")
+    add("## Assisted labels\n")
+    add(
+        f"{f['assisted']} independent labels were pre-filled by a model or judge "
+        f"(column `assisted_model`), {f['unassisted']} were not. Report them separately; "
+        "a judge is never its own gold.\n"
+    )
+    if f["texts_withheld"]:
+        w = f["withheld_texts"]
+        add("## Withheld texts\n")
+        add(
+            f"Snapshot texts are withheld (licensing): {w['answer_texts']} answer texts and "
+            f"{w['source_texts']} source texts in the records are `null`, their `digest` "
+            f"stays; {w['quotes']} quotes of answer or source spans are `null` with their "
+            "SHA-256 in `quote_sha256`. Record digests are those of the full records.\n"
+        )
+    add("## What this release may not be used to claim\n")
+    for claim in f["boundary"]["may_not_yet"]:
+        add(f"- not yet: {claim}")
+    for claim in f["boundary"]["may_never"]:
+        add(f"- never with this tool: {claim}")
+    if not f["frozen"]:
+        add("- any held-out result: the test partition is sealed and not in this release")
+    add("")
+    if f["boundary"]["may"]:
+        add("It supports, at its stage:\n")
+        for claim in f["boundary"]["may"]:
+            add(f"- {claim}")
+        add("")
+    add("## Reliability\n")
+    add(f"{f['reliability_note']}\n")
+    add("## Files\n")
+    add("| file | rows | content |\n|---|---:|---|")
+    for name, rows, what in f["files"]:
+        add(f"| `{name}` | {'' if rows is None else rows} | {what} |")
+    add("")
+    add(
+        "Tables come as JSON Lines (canonical JSON per line), CSV (RFC 4180; a text cell "
+        "starting with `=`, `+`, `-`, `@`, a tab or a carriage return carries a leading `'`; "
+        "nested values as canonical JSON text) and Parquet (the same columns; nested values "
+        f"as JSON text), written by pyarrow {f['pyarrow']}. `{RECORDS}` holds a header line, "
+        "then one record per line in the record format (docs/formats.md) with its digest "
+        "and parents. `SHA256SUMS` covers every other file; check it with "
+        "`sha256sum -c SHA256SUMS` or `python manage.py verify_release DIR`.\n"
+    )
+    return "\n".join(out).rstrip() + "\n"
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a finished bundle's names durable before the database says it is ready."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
