@@ -59,6 +59,9 @@ def label_submitted(label_id: int) -> str:
     if consensus is not None:
         label_outcome(label=consensus)
     enqueue(study_gate_refresh, label.study_id)
+    from metrics.jobs import study_report_refresh  # metrics.jobs imports this module
+
+    enqueue(study_report_refresh, label.study_id)
     return state
 
 

@@ -130,6 +130,8 @@ def conformance_record(*, force: bool = False) -> ConformanceOutcome:
 
 def gate_inputs(*, study: Study) -> GateInputs:
     """Everything the gate needs, in four queries."""
+    from metrics.selectors import report_is_current
+
     run = ConformanceRun.objects.filter(checker_version=CHECKER_VERSION).first()
     records = LedgerEntry.objects.filter(study=study).aggregate(
         total=Count("id"), refused=Count("id", filter=Q(ok=False))
@@ -148,7 +150,7 @@ def gate_inputs(*, study: Study) -> GateInputs:
         units_total=units["total"],
         units_fully_labelled=units["fully_labelled"],
         overlap=study.overlap,
-        reliability_reported=False,
+        reliability_reported=report_is_current(study=study),
         units_disputed=units["disputed"],
         units_adjudicated=units["adjudicated"],
         # Partitions cannot change once frozen (trigger), and freezing refuses leakage.

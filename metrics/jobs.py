@@ -1,0 +1,27 @@
+"""Celery jobs of reports. They take ids, are idempotent and only call services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from annotator.jobs import RETRY, enqueue, study_gate_refresh
+from audit.models import Study
+from metrics.models import ReportStatus, StudyReport
+from metrics.services import report_refresh
+
+
+@shared_task(name="claimgate.study_report_refresh", **RETRY)
+def study_report_refresh(study_id: int) -> str:
+    """Recompute the study's reliability report, debounced: a request while one is queued
+    adds nothing, and a study never has two runs at a time (metrics.services). The gate is
+    refreshed afterwards (its ``reliability_reported`` stage reads the report)."""
+    study = Study.objects.select_related("codebook").get(pk=study_id)
+    report = report_refresh(study=study)
+    if StudyReport.objects.filter(study=study, status=ReportStatus.QUEUED).exists() and (
+        not StudyReport.objects.filter(study=study, status=ReportStatus.RUNNING).exists()
+    ):
+        enqueue(study_report_refresh, study_id)  # left over after MAX_RUNS_PER_REFRESH
+    if report is None:
+        return "debounced"
+    enqueue(study_gate_refresh, study_id)
+    return report.status

@@ -1,0 +1,362 @@
+"""Reads for reliability reports: fetched once, in a fixed number of queries, into the
+plain values metrics.report_build works on.
+
+Which labels: the ORIGINAL INDEPENDENT labels only, each annotator's latest revision per
+unit (consensus and adjudicated records never enter a coefficient), of units outside the
+partitions sealed at computation time (``partition_sealed``: the held-out test partition
+until the study is frozen). ``labels_digest`` is the canonical digest of the sorted record
+digests of exactly those labels; a stored report with another digest is out of date.
+
+Claim-metric rows (``answer-claims``): one row per observation of the study. A failed
+attempt is a ``failed`` row (its failure text, no verdicts). A complete answer takes its
+verdicts and claims from its unit's **final record**: the latest adjudicated label, else
+the latest consensus label while the unit is agreed. A consensus record holds every
+agreeing annotator's claims (ids prefixed ``a1-``, ``a2-``, ...); the rows use the first
+annotator's (``a1-``) so that an agreed answer's claims are not counted k times. A
+complete answer without a final record yet counts as an attempt with unknown verdicts and
+no claims, and the report gives how many there are ("awaiting a final record").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import F
+from django.db.models.fields.json import KT, KeyTransform
+from django.db.models.functions import Length
+
+from annotator.models import Label, LabelKind, Membership, Role
+from audit.contract.canonical import canonical_digest
+from audit.models import (
+    AnswerStatus,
+    Codebook,
+    CodebookUnit,
+    Observation,
+    Study,
+    StudyGate,
+    Tuple,
+    Unit,
+    UnitState,
+)
+from audit.outcome_selectors import PARTITIONS, UNASSIGNED, VERDICTS, partition_sealed
+from metrics.matrices import CLAIM_ITEMS, ClaimSpan, Head, category, labels_digest_input
+from metrics.models import ReportStatus, StudyReport
+from metrics.report_build import CodebookInfo, ReportInputs
+
+NOT_ARCHIVED = "(raw original not archived)"
+
+
+def sealed_partitions(study: Study) -> tuple[str, ...]:
+    return tuple(key for key in PARTITIONS if partition_sealed(study, key))
+
+
+def _latest(rows: Iterable[tuple]) -> dict[tuple[int, int | None], tuple]:
+    """Each (unit, annotator)'s row with the highest (revision, id); rows start with
+    (id, unit_id, annotator_id, revision, ...)."""
+    heads: dict[tuple[int, int | None], tuple] = {}
+    for row in rows:
+        key = (row[1], row[2])
+        current = heads.get(key)
+        if current is None or (row[3], row[0]) > (current[3], current[0]):
+            heads[key] = row
+    return heads
+
+
+def labels_digest(*, study: Study) -> str:
+    """The digest of the independent labels a report computed now would use (one query,
+    plus what ``partition_sealed`` reads)."""
+    sealed = set(sealed_partitions(study))
+    rows = Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT).values_list(
+        "id", "unit_id", "annotator_id", "revision", "record_digest", "unit__partition"
+    )
+    heads = _latest(rows.iterator(chunk_size=20_000))
+    return canonical_digest(
+        labels_digest_input(
+            row[4] for row in heads.values() if (row[5] or UNASSIGNED) not in sealed
+        )
+    )
+
+
+def _items(study: Study) -> tuple[tuple[str, str], ...]:
+    definition = study.codebook.definition or {}
+    if study.codebook.unit == CodebookUnit.TUPLE:
+        labels = {p.get("key"): p.get("label") for p in definition.get("predicates") or ()}
+        support = (definition.get("passage_support") or {}).get("label") or "Passage support"
+        return (
+            *((key, f"{key}: {labels.get(key) or key}") for key in "IAMD"),
+            ("passage_support", support),
+            ("source_role", "Source role"),
+        )
+    labels = {v.get("key"): v.get("label") for v in definition.get("verdicts") or ()}
+    return tuple((key, f"{key}: {labels.get(key) or key}") for key in VERDICTS)
+
+
+def _pseudonyms(study: Study) -> dict[int, str]:
+    """How each member is named in reports: their annotator pseudonym (else their first
+    membership's), as ``annotator.services.pseudonym_of`` names them in records."""
+    names: dict[int, tuple[bool, int, str]] = {}
+    for user_id, role, pk, pseudonym in Membership.objects.filter(study=study).values_list(
+        "user_id", "role", "pk", "pseudonym"
+    ):
+        rank = (role != Role.ANNOTATOR, pk, pseudonym)
+        if user_id not in names or rank < names[user_id]:
+            names[user_id] = rank
+    return {user_id: rank[2] for user_id, rank in names.items()}
+
+
+def _claim_spans(claims: Any) -> tuple[ClaimSpan, ...]:
+    spans = []
+    for claim in claims or ():
+        span = claim.get("span") or {}
+        start, end = span.get("start"), span.get("end")
+        if not isinstance(start, int) or not isinstance(end, int):
+            continue
+        spans.append(
+            ClaimSpan(start, end, tuple(category(claim.get(key)) for key, _ in CLAIM_ITEMS))
+        )
+    return tuple(spans)
+
+
+def report_inputs_fetch(*, study: Study) -> ReportInputs:
+    """Every value a report needs. Queries: units, independent labels, memberships,
+    codebooks, and for ``answer-claims`` final labels, observations and source URLs
+    (plus what ``partition_sealed`` reads)."""
+    codebook = study.codebook
+    is_tuple = codebook.unit == CodebookUnit.TUPLE
+    sealed = sealed_partitions(study)
+    units = {
+        pk: (partition or UNASSIGNED, domain or "", state, observation_id)
+        for pk, partition, domain, state, observation_id in Unit.objects.filter(
+            study=study
+        ).values_list("id", "partition", "observation__query__domain", "state", "observation_id")
+    }
+    open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
+    items = _items(study)
+    if is_tuple:
+        keys = {
+            **{f"v_{key}": KT(f"annotation__predicates__{key}") for key in "IAMD"},
+            "v_passage_support": KT("annotation__passage_support"),
+            "v_source_role": KT("annotation__source_role"),
+        }
+    else:
+        keys = {
+            f"v_{key}": KeyTransform(
+                "value", KeyTransform(key, KeyTransform("verdicts", "annotation"))
+            )
+            for key in VERDICTS
+        }
+        keys["claims"] = KeyTransform("claims", "annotation")
+    names = ["id", "unit_id", "annotator_id", "revision", "record_digest", "codebook_digest"]
+    names += ["assisted_model", *keys]
+    rows = (
+        Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
+        .annotate(**keys)
+        .values_list(*names)
+    )
+    latest = _latest(row for row in rows.iterator(chunk_size=20_000) if row[1] in open_units)
+    pseudonyms = _pseudonyms(study)
+    n_values = len(items)
+    heads = []
+    for row in latest.values():
+        values = tuple(category(value) for value in row[7 : 7 + n_values])
+        heads.append(
+            Head(
+                unit_id=row[1],
+                coder=pseudonyms.get(row[2], f"user-{row[2]}"),
+                record_digest=row[4],
+                codebook_digest=row[5],
+                assisted=row[6] is not None,
+                values=values,
+                claims=() if is_tuple else _claim_spans(row[7 + n_values]),
+            )
+        )
+    heads.sort(key=lambda head: (head.unit_id, head.coder))
+    digests = {head.codebook_digest for head in heads} | {codebook.digest}
+    codebooks = {
+        digest: CodebookInfo(name, version, digest, unit)
+        for digest, name, version, unit in Codebook.objects.filter(digest__in=digests).values_list(
+            "digest", "name", "version", "unit"
+        )
+    }
+    inputs: dict[str, Any] = {}
+    if not is_tuple:
+        inputs = _claim_rows(study, units, open_units)
+    return ReportInputs(
+        study=study.slug,
+        codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),
+        codebooks=codebooks,
+        items=items,
+        heads=tuple(heads),
+        domain_of={pk: unit[1] for pk, unit in units.items()},
+        labels_digest=canonical_digest(labels_digest_input(h.record_digest for h in heads)),
+        sealed_partitions=tuple(key for key in sealed if any(u[0] == key for u in units.values())),
+        included_partitions=tuple(
+            key
+            for key in PARTITIONS
+            if key not in sealed and any(u[0] == key for u in units.values())
+        ),
+        **inputs,
+    )
+
+
+def _final_annotations(study: Study, states: dict[int, str]) -> dict[int, tuple[str, dict]]:
+    """Each unit's final record: (kind, annotation)."""
+    adjudicated: dict[int, tuple] = {}
+    consensus: dict[int, tuple] = {}
+    rows = (
+        Label.objects.filter(study=study, kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS))
+        .order_by("id")
+        .values_list("unit_id", "kind", "revision", "id", "annotation")
+    )
+    for unit_id, kind, revision, pk, annotation in rows:
+        target = adjudicated if kind == LabelKind.ADJUDICATED else consensus
+        if kind == LabelKind.CONSENSUS and states.get(unit_id) != UnitState.AGREED:
+            continue
+        current = target.get(unit_id)
+        if current is None or (revision, pk) > current[:2]:
+            target[unit_id] = (revision, pk, kind, annotation)
+    finals = {**consensus, **adjudicated}
+    return {unit_id: (row[2], row[3]) for unit_id, row in finals.items()}
+
+
+def _claim_of(claim: dict, urls: dict[str, str], answer_length: int) -> dict[str, Any]:
+    span = claim.get("span") or {}
+    quote_span = claim.get("quote_span") or {}
+    digest = claim.get("source_digest")
+    quote = quote_span.get("quote") if isinstance(quote_span.get("quote"), str) else None
+    source_url = urls.get(digest) or (f"sha256:{digest}" if isinstance(digest, str) else None)
+    position = span.get("start")
+    if not isinstance(position, int) or not 0 <= position < answer_length:
+        position = None
+    return {
+        "text": span.get("quote") or "(empty span)",
+        "source_url": source_url,
+        "quote": quote if source_url else None,
+        "supported": claim.get("supported"),
+        "accurate": claim.get("accurate"),
+        "kind": claim.get("kind") or "verifiable",
+        "reason": claim.get("reason") if isinstance(claim.get("reason"), str) else None,
+        "position": position,
+        "answer_length": answer_length if position is not None else None,
+    }
+
+
+def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> dict[str, Any]:
+    states = {pk: unit[2] for pk, unit in units.items()}
+    unit_of_observation = {unit[3]: pk for pk, unit in units.items()}
+    finals = _final_annotations(study, states)
+    urls = dict(
+        Tuple.objects.filter(study=study).values_list("source__digest", "source__canonical_url")
+    )
+    observations = (
+        Observation.objects.filter(study=study)
+        .order_by("id")
+        .values(
+            "id",
+            question_id=F("query__query_id"),
+            question_version=F("query__question_version"),
+            question_type=F("query__question_type"),
+            service=F("answer__service"),
+            mode=F("answer__mode"),
+            model=F("answer__model"),
+            status=F("answer__status"),
+            failure=F("answer__failure"),
+            raw_path=F("answer__raw_path"),
+            answer_length=Length("answer__text"),
+        )
+    )
+    rows = []
+    awaiting = 0
+    failed = 0
+    for obs in observations:
+        identity = {
+            key: obs[key]
+            for key in ("question_id", "question_version", "question_type", "service", "mode")
+        }
+        identity["model"] = obs["model"] or None
+        if obs["status"] == AnswerStatus.FAILED:
+            failed += 1
+            rows.append(
+                {
+                    **identity,
+                    "status": "failed",
+                    "failure": obs["failure"],
+                    "raw_path": obs["raw_path"] or None,
+                    "record": None,
+                }
+            )
+            continue
+        unit_id = unit_of_observation.get(obs["id"])
+        if unit_id is None or unit_id not in open_units:
+            continue  # a sealed partition's answer: no numbers at all
+        row = {
+            **identity,
+            "status": "complete",
+            "failure": None,
+            "raw_path": obs["raw_path"] or NOT_ARCHIVED,
+        }
+        final = finals.get(unit_id)
+        if final is None:
+            awaiting += 1
+            row.update({key: None for key in VERDICTS})
+            row.update(reasons={key: None for key in VERDICTS}, claims=[], record=None)
+            rows.append(row)
+            continue
+        kind, annotation = final
+        verdicts = annotation.get("verdicts") or {}
+        claims = annotation.get("claims") or []
+        if kind == LabelKind.CONSENSUS:
+            claims = [c for c in claims if str(c.get("id", "")).startswith("a1-")]
+        row.update({key: (verdicts.get(key) or {}).get("value") for key in VERDICTS})
+        row["reasons"] = {key: (verdicts.get(key) or {}).get("reason") for key in VERDICTS}
+        row["claims"] = [_claim_of(c, urls, obs["answer_length"] or 0) for c in claims]
+        row["record"] = kind
+        rows.append(row)
+    return {"claim_rows": tuple(rows), "awaiting_final": awaiting, "failed_attempts": failed}
+
+
+# --- stored reports ------------------------------------------------------------------------
+
+
+def report_latest_done(*, study: Study) -> StudyReport | None:
+    return StudyReport.objects.filter(study=study, status=ReportStatus.DONE).order_by("-id").first()
+
+
+def report_current(*, study: Study) -> StudyReport | None:
+    """The report being computed or waiting to be (running first), if any."""
+    return (
+        StudyReport.objects.filter(
+            study=study, status__in=(ReportStatus.QUEUED, ReportStatus.RUNNING)
+        )
+        .order_by("-status", "-id")  # "running" sorts after "queued": running first
+        .first()
+    )
+
+
+def report_is_current(*, study: Study) -> bool:
+    """A done report exists whose labels are the current independent labels."""
+    report = report_latest_done(study=study)
+    return report is not None and report.labels_digest == labels_digest(study=study)
+
+
+def latest_report(study: Study) -> dict[str, Any] | None:
+    """The latest done report of the study for a release: its stored JSON and metadata."""
+    report = report_latest_done(study=study)
+    if report is None:
+        return None
+    return {
+        "id": report.pk,
+        "study": study.slug,
+        "codebook": {"name": report.codebook_name, "version": report.codebook_version},
+        "labels_digest": report.labels_digest,
+        "stage": report.stage,
+        "started_at": report.started_at.isoformat() if report.started_at else None,
+        "finished_at": report.finished_at.isoformat() if report.finished_at else None,
+        "up_to_date": report.labels_digest == labels_digest(study=study),
+        "report": report.report,
+    }
+
+
+def gate_stage(*, study: Study) -> str | None:
+    return StudyGate.objects.filter(study=study).values_list("reached", flat=True).first()
