@@ -423,7 +423,10 @@ def _check_level(level: str) -> None:
 def _interval_values(categories: list) -> np.ndarray:
     if not all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in categories):
         raise ValueError("interval data needs numeric values")
-    return np.asarray(categories, dtype=np.float64)
+    values = np.asarray(categories, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError("interval data needs finite values")
+    return values
 
 
 def _point(table: _Table, name: str, level: str = "nominal", k: int | None = None) -> float:
