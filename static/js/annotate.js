@@ -858,6 +858,19 @@
     core.onSelection(function (found, live) {
       placeToolbar(live ? found : null);
     });
+    // The snapshot panes scroll on their own: keep the toolbar beside the selection.
+    document.addEventListener(
+      "scroll",
+      function () {
+        if (!toolbar.hidden && pending) {
+          const range = window.getSelection();
+          if (range && range.rangeCount && !range.isCollapsed) {
+            placeToolbar(Object.assign({}, pending, { rect: range.getRangeAt(0).getBoundingClientRect() }));
+          }
+        }
+      },
+      { capture: true, passive: true },
+    );
     toolbar.addEventListener("mousedown", function (event) {
       event.preventDefault(); // keep the selection while a button is pressed
     });
