@@ -1,19 +1,26 @@
-"""python manage.py import_records FILE --study SLUG"""
+"""python manage.py import_records FILE --study SLUG
+
+Dispatches on the file's header line: ``"claimgate": "observations"`` is an observation
+file (audit.services.observations_import), ``"claimgate": "records"`` a records file such
+as a release's records.jsonl (audit.record_imports.records_import).
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.models import ImportStatus, Study
+from audit.models import ImportBatch, ImportStatus, Study
 from audit.services import observations_import
 
 
 class Command(BaseCommand):
     help = (
-        "Import an observation file (JSON Lines, docs/import-format.md) into a study. "
+        "Import an observation file (JSON Lines, docs/import-format.md) or a records file "
+        "(a release's records.jsonl) into a study, as its header line says. "
         "Atomic: any bad line imports nothing. Exit code 0 only when the file was imported "
         "(or was already present)."
     )
@@ -31,7 +38,28 @@ class Command(BaseCommand):
             data = path.read_bytes()
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        if _header_kind(data) == "records":
+            from audit.record_imports import records_import
+
+            result = records_import(study=study, data=data, file_name=path.name)
+            batch = result.batch
+            self._report_rejected(batch, path)
+            self.stdout.write(
+                f"{batch.get_status_display()}: {result.labels_created} new label(s) "
+                f"({result.labels_existing} already present), {batch.tuples_created} new "
+                f"tuple(s) in study {study.slug} (import {batch.pk}); imported labels have "
+                "no user, only the pseudonym in their annotation"
+            )
+            return
         batch = observations_import(study=study, data=data, file_name=path.name)
+        self._report_rejected(batch, path)
+        self.stdout.write(
+            f"{batch.get_status_display()}: {batch.observations_created} new observation(s), "
+            f"{batch.tuples_created} new tuple(s), {batch.tuples_existing} already present "
+            f"in study {study.slug} (import {batch.pk})"
+        )
+
+    def _report_rejected(self, batch: ImportBatch, path: Path) -> None:
         if batch.status == ImportStatus.REJECTED:
             for error in batch.errors:
                 self.stderr.write(f"{path}:{error['line']}: {error['reason']}: {error['message']}")
@@ -42,8 +70,13 @@ class Command(BaseCommand):
                 f"rejected: {batch.error_count} bad line(s) in {path.name}; nothing was imported"
             )
             sys.exit(1)
-        self.stdout.write(
-            f"{batch.get_status_display()}: {batch.observations_created} new observation(s), "
-            f"{batch.tuples_created} new tuple(s), {batch.tuples_existing} already present "
-            f"in study {study.slug} (import {batch.pk})"
-        )
+
+
+def _header_kind(data: bytes) -> str | None:
+    """``claimgate`` of the header line (``observations``, ``records``), if readable."""
+    first = data.split(b"\n", 1)[0]
+    try:
+        header = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return None  # the observation parser reports the bad header with its reason
+    return header.get("claimgate") if isinstance(header, dict) else None
