@@ -77,24 +77,6 @@
     return annotation[field];
   }
 
-  /** The answer-level `supported` that claims imply (the server's rule, as a live hint). */
-  function summarize(claims) {
-    let seen = false;
-    let unresolved = false;
-    for (const claim of claims) {
-      if (claim.kind !== "verifiable") {
-        continue;
-      }
-      if (claim.supported === false) {
-        return false;
-      }
-      seen = true;
-      if (claim.supported !== true) {
-        unresolved = true;
-      }
-    }
-    return seen && !unresolved ? true : null;
-  }
 
   function verdictText(value) {
     if (value === true) {
@@ -105,25 +87,6 @@
 
   // --- snapshots and highlights ---------------------------------------------------------
 
-  function setupSnapshots(data) {
-    const sourceTexts = {};
-    (data.sources || []).forEach(function (source) {
-      sourceTexts[source.digest] = source.text;
-    });
-    const snapshots = [];
-    document.querySelectorAll("[data-snapshot]").forEach(function (node) {
-      const kind = node.dataset.snapshot;
-      const digest = node.dataset.sourceDigest || null;
-      const text = digest ? sourceTexts[digest] : data.texts[kind];
-      if (typeof text !== "string") {
-        return;
-      }
-      // The HTML parser turns CR LF into LF: the JSON copy is byte-exact.
-      node.textContent = text;
-      snapshots.push({ el: node, kind: kind, digest: digest, text: text });
-    });
-    return snapshots;
-  }
 
   function marksOf(annotation, snapshot, isTuple) {
     const marks = [];
@@ -169,7 +132,7 @@
     const data = JSON.parse(node.textContent);
     const isTuple = data.unit === "tuple";
     const columns = data.columns || [];
-    const snapshots = setupSnapshots(data);
+    const snapshots = ClaimgateSpans.attachSnapshots(data);
     const viewGroup = document.getElementById("highlight-view");
     let buildFinal = function () {
       return data.final;
@@ -436,7 +399,7 @@
           found.push("Claims: take one annotator’s claims or tick the ones to keep");
         }
         const supported = finalValue("verdict-supported");
-        if (supported && supported.value !== summarize(finalClaims())) {
+        if (supported && supported.value !== ClaimgateSpans.summarizeSupported(finalClaims())) {
           found.push("Supported: the verdict disagrees with the kept claims (summary_mismatch)");
         }
       }
@@ -517,7 +480,7 @@
       if (!value) {
         return;
       }
-      const summary = summarize(finalClaims());
+      const summary = ClaimgateSpans.summarizeSupported(finalClaims());
       value.textContent = verdictText(summary) + " (" + state.claims.length + " kept)";
       const supported = finalValue("verdict-supported");
       document.getElementById("summary-mismatch").hidden = !supported || supported.value === summary;

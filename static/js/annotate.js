@@ -118,23 +118,8 @@
     let selection = null; // the last selection inside one snapshot
     const selectionListeners = [];
 
-    // Each snapshot element shows exactly its text: the HTML parser turns CR LF into LF,
-    // so the text is set again from the JSON data, which is byte-exact.
-    const sourceTexts = {};
-    (data.sources || []).forEach(function (source) {
-      sourceTexts[source.digest] = source.text;
-    });
-    const snapshots = [];
-    document.querySelectorAll("[data-snapshot]").forEach(function (node) {
-      const kind = node.dataset.snapshot;
-      const digest = node.dataset.sourceDigest || null;
-      const text = digest ? sourceTexts[digest] : data.texts[kind];
-      if (typeof text !== "string") {
-        return;
-      }
-      node.textContent = text;
-      snapshots.push({ el: node, kind: kind, digest: digest, text: text });
-    });
+    // Each snapshot element shows exactly its text (set again from the byte-exact JSON).
+    const snapshots = ClaimgateSpans.attachSnapshots(data);
 
     // --- browser copy ------------------------------------------------------------------
 

@@ -26,24 +26,6 @@
     return value === undefined ? undefined : VALUES[value];
   }
 
-  /** The answer-level `supported` the claims imply (the server's rule, for a live hint). */
-  function summarize(claims) {
-    let seen = false;
-    let unresolved = false;
-    for (const claim of claims) {
-      if (claim.kind !== "verifiable") {
-        continue;
-      }
-      if (claim.supported === false) {
-        return false;
-      }
-      seen = true;
-      if (claim.supported !== true) {
-        unresolved = true;
-      }
-    }
-    return seen && !unresolved ? true : null;
-  }
 
   function shown(value) {
     if (value === true) {
@@ -281,7 +263,7 @@
           found.push(labels[key] + ": choose true, false or unknown.");
         }
       });
-      const summary = summarize(toAnnotation(state).claims);
+      const summary = ClaimgateSpans.summarizeSupported(toAnnotation(state).claims);
       const stated = state.verdicts.supported ? state.verdicts.supported.value : undefined;
       if (stated !== undefined && stated !== summary) {
         found.push(
@@ -298,7 +280,7 @@
 
     function refresh(state) {
       const annotation = toAnnotation(state);
-      const summary = data.failed ? null : summarize(annotation.claims);
+      const summary = data.failed ? null : ClaimgateSpans.summarizeSupported(annotation.claims);
       summaryValue.textContent = shown(summary);
       const stated = state.verdicts.supported ? state.verdicts.supported.value : undefined;
       const mismatched = stated !== undefined && stated !== summary;

@@ -249,6 +249,53 @@
     element.replaceChildren(fragment);
   }
 
+  /**
+   * The answer-level `supported` that claims imply — the server's rule (audit.contract
+   * summarize_supported), used as a live hint: false if any verifiable claim is false,
+   * true only if there is one and all are true, otherwise null (unknown).
+   */
+  function summarizeSupported(claims) {
+    let seen = false;
+    let unresolved = false;
+    for (const claim of claims) {
+      if (claim.kind !== "verifiable") {
+        continue;
+      }
+      if (claim.supported === false) {
+        return false;
+      }
+      seen = true;
+      if (claim.supported !== true) {
+        unresolved = true;
+      }
+    }
+    return seen && !unresolved ? true : null;
+  }
+
+  /**
+   * Give every `[data-snapshot]` element exactly its text from the page's JSON data (the
+   * HTML parser turns CR LF into LF; the JSON copy is byte-exact) and return the list of
+   * {el, kind, digest, text}. Sources are told apart by `data-source-digest`.
+   */
+  function attachSnapshots(data, root) {
+    const sourceTexts = {};
+    (data.sources || []).forEach(function (source) {
+      sourceTexts[source.digest] = source.text;
+    });
+    const snapshots = [];
+    (root || document).querySelectorAll("[data-snapshot]").forEach(function (node) {
+      const kind = node.dataset.snapshot;
+      const digest = node.dataset.sourceDigest || null;
+      const text = digest ? sourceTexts[digest] : data.texts[kind];
+      if (typeof text !== "string") {
+        return;
+      }
+      node.textContent = text;
+      snapshots.push({ el: node, kind: kind, digest: digest, text: text });
+    });
+    return snapshots;
+  }
+
   return {
     utf16ToCodePoint: utf16ToCodePoint,
     codePointToUtf16: codePointToUtf16,
@@ -259,5 +306,7 @@
     segments: segments,
     rangeOffsets: rangeOffsets,
     renderHighlights: renderHighlights,
+    summarizeSupported: summarizeSupported,
+    attachSnapshots: attachSnapshots,
   };
 });
