@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import connection, transaction
 
-from annotator.models import Membership
+from annotator.models import Label, Membership
 from audit import bulk
 from audit.models import (
     Codebook,
@@ -104,19 +104,46 @@ class PartitionOverview:
     values: dict[str, list[tuple[str, int]]]  # field -> [(value, units)]
     total: int
     freeze: StudyFreeze | None
+    contents: FreezeContents | None  # what a freeze would record now; None once frozen
 
 
 def partition_overview(*, study: Study) -> PartitionOverview:
-    """Counts per partition, the leakage report and the freeze, in two queries."""
+    """Counts per partition, the leakage report, and the freeze or what a freeze would
+    record now: three queries (the study's codebook already loaded)."""
     units = partition_units(study=study)
+    freeze = study_freeze_get(study=study)
+    contents = None
+    if freeze is None:
+        contents = freeze_contents(
+            codebook_digest=study.codebook.digest,
+            pipelines=_pipelines_in_use(study),
+            thresholds=study.thresholds or {},
+            units=units,
+        )
     return PartitionOverview(
         counts=partition_counts(unit.partition for unit in units),
         groups=group_counts(units),
         leaks=leakage(units),
         values=values_present(units),
         total=len(units),
-        freeze=study_freeze_get(study=study),
+        freeze=freeze,
+        contents=contents,
     )
+
+
+def latest_records(*, study: Study, digests: Iterable[str]) -> dict[str, str]:
+    """Unit digest → record digest of its latest label, for the units given (one query
+    per 2,000 digests)."""
+    digests = list(dict.fromkeys(digests))
+    found: dict[str, str] = {}
+    for start in range(0, len(digests), bulk.BATCH):
+        rows = (
+            Label.objects.filter(study=study, unit__digest__in=digests[start : start + bulk.BATCH])
+            .order_by("id")
+            .values_list("unit__digest", "record_digest")
+        )
+        found.update(rows)  # later labels overwrite earlier ones
+    return found
 
 
 @dataclass(frozen=True)
