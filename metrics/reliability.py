@@ -88,6 +88,8 @@ Data = Sequence[Sequence[Hashable | None]] | np.ndarray
 def encode(data: Data, *, order: Sequence[Hashable] | None = None) -> tuple[np.ndarray, list]:
     """Integer codes (coders x units, ``-1`` for missing) and the categories they index.
 
+    The codes are an integer array (int32 or int64) indexing ``categories``.
+
     Categories come in their natural sort order when they can be sorted (otherwise in order
     of first appearance), or exactly as ``order`` lists them; a value absent from ``order``
     is an error. A numeric array's categories are its distinct non-NaN values as Python
@@ -104,6 +106,31 @@ def encode(data: Data, *, order: Sequence[Hashable] | None = None) -> tuple[np.n
 
 
 def _encode_numeric(array: np.ndarray) -> tuple[np.ndarray, list]:
+    dense = _dense_offsets(array)
+    if dense is not None:
+        offsets, low, dtype = dense
+        counts = np.bincount(offsets.ravel(), minlength=1)
+        present = np.flatnonzero(counts[1:])
+        if len(present) == len(counts) - 1:  # every value of the range occurs
+            offsets -= 1
+            return offsets, _values(present, low, dtype)
+        table = np.concatenate([[MISSING], np.cumsum(counts[1:] > 0) - 1])
+        return table[offsets], _values(present, low, dtype)
+    if array.dtype.kind == "b":
+        array = array.astype(np.int8)
+    missing = np.isnan(array) if array.dtype.kind == "f" else np.zeros(array.shape, dtype=bool)
+    uniques, inverse = np.unique(array[~missing], return_inverse=True)
+    codes = np.full(array.shape, MISSING, dtype=np.int64)
+    codes[~missing] = inverse
+    return codes, uniques.tolist()
+
+
+def _dense_offsets(array: np.ndarray) -> tuple[np.ndarray, Any, np.dtype] | None:
+    """Integer-valued data in a short range as offsets: 0 missing, j the value low + j - 1.
+
+    Lets encoding and collapsing use one ``bincount`` instead of a sort. ``None`` when the
+    data are not integers in a range shorter than ``_DENSE_SPAN`` (then a sort is needed).
+    """
     if array.ndim != 2:
         raise ValueError(f"data must be 2-D (coders x units), got {array.ndim}-D")
     if array.dtype.kind == "b":
@@ -111,50 +138,57 @@ def _encode_numeric(array: np.ndarray) -> tuple[np.ndarray, list]:
     floating = array.dtype.kind == "f"
     flat = array.ravel()
     if flat.size == 0:
-        return np.full(array.shape, MISSING, dtype=np.int64), []
+        return np.zeros(array.shape, dtype=np.int64), 0, array.dtype
     if floating:  # fmin/fmax skip NaN
         low, high = np.fmin.reduce(flat), np.fmax.reduce(flat)
-        if np.isnan(low):
-            return np.full(array.shape, MISSING, dtype=np.int64), []
+        if np.isnan(low):  # nothing but missing
+            return np.zeros(array.shape, dtype=np.int64), 0, array.dtype
     else:
         low, high = flat.min(), flat.max()
-    if np.isfinite(low) and np.isfinite(high) and high - low < _DENSE_SPAN:
-        codes = _encode_dense(array, low, floating)
-        if codes is not None:
-            return codes
-    missing = np.isnan(array) if floating else np.zeros(array.shape, dtype=bool)
-    uniques, inverse = np.unique(array[~missing], return_inverse=True)
-    codes = np.full(array.shape, MISSING, dtype=np.int64)
-    codes[~missing] = inverse
-    return codes, uniques.tolist()
-
-
-def _encode_dense(array: np.ndarray, low: Any, floating: bool) -> tuple[np.ndarray, list] | None:
-    """Codes for integer-valued data in a short range: one bincount instead of a sort.
-
-    Missing cells become offset 0 and the value ``low + j - 1`` offset j, so the offsets are
-    the codes plus one whenever every value of the range occurs. ``None`` if a value is not
-    an integer.
-    """
+    if not (max(abs(low), abs(high)) < 2**52 and high - low < _DENSE_SPAN):
+        return None
     if floating:
-        shifted = np.nan_to_num(array, nan=low - 1)
-        shifted -= low - 1
+        shifted = np.subtract(array, float(low) - 1.0, dtype=np.float64)
+        np.fmax(shifted, 0.0, out=shifted)  # NaN -> 0; fmax keeps the number, not the NaN
         offsets = shifted.astype(np.int64)
         if not np.array_equal(offsets, shifted):
             return None
     else:
-        offsets = np.subtract(array, low, dtype=np.int64)
+        offsets = (array - low).astype(np.int64)
         offsets += 1
-    counts = np.bincount(offsets.ravel())
-    present = np.flatnonzero(counts[1:])
-    if len(present) == len(counts) - 1:
-        offsets -= 1
-        codes = offsets
-    else:  # gaps in the range: renumber the values present
-        table = np.concatenate([[MISSING], np.cumsum(counts[1:] > 0) - 1])
-        codes = table[offsets]
-    categories = (present.astype(array.dtype) + low).tolist()
-    return codes, categories
+    return offsets, low, array.dtype
+
+
+def _values(present: np.ndarray, low: Any, dtype: np.dtype) -> list:
+    return (present.astype(dtype) + low).tolist()
+
+
+def _collapse_dense(array: np.ndarray, keep_inverse: bool) -> tuple | None:
+    """Patterns, counts, inverse and categories straight from the offsets (no codes array)."""
+    dense = _dense_offsets(array)
+    if dense is None:
+        return None
+    offsets, low, dtype = dense
+    coders, units = offsets.shape
+    base = int(offsets.max(initial=0)) + 1
+    space = base**coders
+    if coders == 0 or units == 0 or space > 4 * units + (1 << 16):
+        return None
+    keys = offsets[0].copy()
+    for row in offsets[1:]:
+        keys *= base
+        keys += row
+    tally = np.bincount(keys, minlength=space)
+    uniques = np.flatnonzero(tally)
+    powers = base ** np.arange(coders - 1, -1, -1, dtype=np.int64)
+    digits = (uniques[None, :] // powers[:, None]) % base
+    seen = np.zeros(base, dtype=bool)
+    seen[digits.ravel()] = True
+    present = np.flatnonzero(seen[1:])
+    table = np.full(base, MISSING, dtype=np.int64)
+    table[present + 1] = np.arange(len(present))
+    inverse = (np.cumsum(tally > 0) - 1)[keys] if keep_inverse else None
+    return table[digits], tally[uniques], inverse, _values(present, low, dtype)
 
 
 def _encode_objects(data: Any) -> tuple[np.ndarray, list]:
@@ -190,9 +224,23 @@ def _reorder(codes: np.ndarray, categories: list, order: list) -> tuple[np.ndarr
     return table[codes], order
 
 
-def _as_codes(data: Data, order: Sequence[Hashable] | None = None) -> tuple[np.ndarray, list]:
-    codes, categories = encode(data, order=order)
-    return codes, categories
+def _collapse(data: Data, order: Sequence[Hashable] | None, keep_inverse: bool) -> tuple:
+    """(patterns, counts, inverse or None, categories, (coders, units)) for any data."""
+    collapsed = None
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        collapsed = _collapse_dense(data, keep_inverse)
+    if collapsed is None:
+        codes, categories = encode(data)
+        unique = unique_columns(codes, return_inverse=keep_inverse)
+        inverse = unique[2] if keep_inverse else None
+        collapsed = (unique[0], unique[1], inverse, categories)
+        shape = codes.shape
+    else:
+        shape = data.shape
+    patterns, counts, inverse, categories = collapsed
+    if order is not None:
+        patterns, categories = _reorder(patterns, categories, list(order))
+    return patterns, counts, inverse, categories, shape
 
 
 # --------------------------------------------------------------------------- patterns
@@ -219,9 +267,12 @@ def unique_columns(codes: np.ndarray, *, return_inverse: bool = False) -> tuple[
             patterns, inverse, counts = result
             return patterns, counts, inverse.ravel()
         return result
-    keys = codes[0] + 1
+    keys = codes[0].astype(np.int64)  # in-place steps: no temporaries of the unit count
+    keys += 1
     for row in codes[1:]:
-        keys = keys * base + (row + 1)
+        keys *= base
+        keys += row
+        keys += 1
     if space <= 4 * units + (1 << 16):
         tally = np.bincount(keys, minlength=space)
         uniques = np.flatnonzero(tally)
@@ -255,13 +306,17 @@ class _Table:
     so resampling draws from all units, as the bootstrap's definition says, at no cost.
     """
 
-    def __init__(self, codes: np.ndarray, categories: list, *, keep_inverse: bool = False):
-        self.codes = codes
-        self.categories = categories
+    def __init__(
+        self,
+        data: Data,
+        order: Sequence[Hashable] | None = None,
+        *,
+        keep_inverse: bool = False,
+    ):
+        patterns, counts, inverse, categories, shape = _collapse(data, order, keep_inverse)
+        self.patterns, self.counts, self.categories = patterns, counts, categories
         self.k = len(categories)
-        self.n_coders, self.n_units = codes.shape
-        unique = unique_columns(codes, return_inverse=keep_inverse)
-        self.patterns, self.counts = unique[0], unique[1]
+        self.n_coders, self.n_units = shape
         counts_by_category = _category_counts(self.patterns, self.k)
         values = counts_by_category.sum(axis=1)
         pairable = values >= 2
@@ -271,7 +326,7 @@ class _Table:
         # Bucket index of each pattern: pairable patterns 0..P-1, the rest share bucket P.
         self.bucket = np.where(pairable, np.cumsum(pairable) - 1, int(pairable.sum()))
         self.weights = np.bincount(self.bucket, weights=self.counts, minlength=len(m) + 1)
-        self.inverse = self.bucket[unique[2]] if keep_inverse else None
+        self.inverse = self.bucket[inverse] if keep_inverse else None
         self.n = n
         self.m = m
         self.sum_sq = (n * n).sum(axis=1)
@@ -455,8 +510,7 @@ def krippendorff_alpha(
     values or they all fall in one category.
     """
     _check_level(level)
-    codes, categories = _as_codes(data, order)
-    return _point(_Table(codes, categories), "alpha", level)
+    return _point(_Table(data, order), "alpha", level)
 
 
 def fleiss_kappa(data: Data) -> float:
@@ -469,8 +523,7 @@ def fleiss_kappa(data: Data) -> float:
     every unit this is Fleiss (1971) exactly. ``nan`` if no unit has two values or all the
     values fall in one category.
     """
-    codes, categories = _as_codes(data)
-    return _point(_Table(codes, categories), "fleiss")
+    return _point(_Table(data), "fleiss")
 
 
 def gwet_ac1(data: Data, *, n_categories: int | None = None) -> float:
@@ -480,9 +533,8 @@ def gwet_ac1(data: Data, *, n_categories: int | None = None) -> float:
     with K the number of categories: those seen in ``data`` unless ``n_categories`` gives the
     codebook's count. ``nan`` if no unit has two values or K < 2.
     """
-    codes, categories = _as_codes(data)
-    k = len(categories) if n_categories is None else n_categories
-    return _point(_Table(codes, categories), "ac1", k=k)
+    table = _Table(data)
+    return _point(table, "ac1", k=table.k if n_categories is None else n_categories)
 
 
 def raw_agreement(data: Data) -> float:
@@ -492,8 +544,7 @@ def raw_agreement(data: Data) -> float:
     Krippendorff's observed agreement 1 - D_o for nominal data; with two coders it is the
     plain share of units both coded alike. ``nan`` without pairable values.
     """
-    codes, categories = _as_codes(data)
-    return _point(_Table(codes, categories), "raw")
+    return _point(_Table(data), "raw")
 
 
 # --------------------------------------------------------------------------- pairwise
@@ -570,8 +621,7 @@ def pairwise_cohen(data: Data) -> np.ndarray:
     The diagonal is 1.0; an entry is NaN where the two coders share fewer than two units or
     their kappa is undefined (see :func:`cohen_kappa`).
     """
-    codes, categories = _as_codes(data)
-    return _pairwise(_Table(codes, categories))[0]
+    return _pairwise(_Table(data))[0]
 
 
 # --------------------------------------------------------------------------- bootstrap
@@ -631,22 +681,40 @@ def _resample_weights(table: _Table, n_boot: int, rng: np.random.Generator, clus
         total = int(table.weights.sum())
         if total == 0:
             return
-        p = table.weights / total
-        step = max(1, _CHUNK_CELLS // buckets)
-        for start in range(0, n_boot, step):
-            size = min(step, n_boot - start)
-            yield rng.multinomial(total, p, size=size).astype(np.float64)
+        for block in _multinomial(rng, n_boot, total, table.weights / total):
+            yield block
         return
     index, g = _cluster_index(clusters, table.n_units)
     if g == 0:
         return
     per_cluster = np.bincount(index * buckets + table.inverse, minlength=g * buckets)
     per_cluster = per_cluster.reshape(g, buckets).astype(np.float64)
-    step = max(1, _CHUNK_CELLS // max(g, buckets))
-    uniform = np.full(g, 1.0 / g)
+    for block in _multinomial(rng, n_boot, g, None, k=g):
+        yield block @ per_cluster
+
+
+def _multinomial(
+    rng: np.random.Generator, n_boot: int, total: int, p: np.ndarray | None, k: int = 0
+) -> Any:
+    """Blocks of Multinomial(total, p) draws (``p=None``: k equally likely cells), as floats.
+
+    Few cells: NumPy's multinomial. Many cells relative to ``total`` (clusters): draw the
+    ``total`` cells one by one and count them, which is cheaper than one binomial per cell.
+    """
+    k = len(p) if p is not None else k
+    by_draws = 8 * k > total
+    step = max(1, _CHUNK_CELLS // max(k, total if by_draws else 1))
     for start in range(0, n_boot, step):
         size = min(step, n_boot - start)
-        yield rng.multinomial(g, uniform, size=size).astype(np.float64) @ per_cluster
+        if not by_draws:
+            yield rng.multinomial(total, p, size=size).astype(np.float64)
+            continue
+        if p is None:
+            cells = rng.integers(0, k, size=(size, total))
+        else:
+            cells = rng.choice(k, size=(size, total), p=p)
+        cells += (np.arange(size) * k)[:, None]
+        yield np.bincount(cells.ravel(), minlength=size * k).reshape(size, k).astype(np.float64)
 
 
 def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -697,11 +765,11 @@ def bootstrap_ci(
     name, keywords = fast
     level = keywords.pop("level", "nominal")
     _check_level(level)
-    codes, categories = _as_codes(data, keywords.pop("order", None))
-    k = keywords.pop("n_categories", None) or len(categories)
+    table = _Table(data, keywords.pop("order", None), keep_inverse=clusters is not None)
+    categories = table.categories
+    k = keywords.pop("n_categories", None) or table.k
     if keywords:
         raise ValueError(f"unsupported keywords for the bootstrap: {sorted(keywords)}")
-    table = _Table(codes, categories, keep_inverse=clusters is not None)
     values = _interval_values(categories) if name == "alpha" and level == "interval" else None
     terms = _features(table, {name}, level, values)
     samples = [
@@ -770,8 +838,8 @@ def summarize(
     """
     _check_level(level)
     _check_confidence(confidence, n_boot)
-    codes, categories = _as_codes(data, order)
-    table = _Table(codes, categories, keep_inverse=clusters is not None)
+    table = _Table(data, order, keep_inverse=clusters is not None)
+    categories = table.categories
     values = _interval_values(categories) if level == "interval" else None
     names = {"alpha", "fleiss", "ac1", "raw"}
     terms = _features(table, names, level, values)

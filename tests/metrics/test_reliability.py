@@ -397,6 +397,17 @@ def test_pattern_count_bootstrap_matches_resampling_the_columns(statistic):
     assert fast == pytest.approx(slow, abs=0.02)
 
 
+def test_bootstrap_with_many_patterns_matches_resampling_the_columns():
+    # Six coders on 80 units: nearly every unit is its own pattern, so the pattern counts are
+    # drawn unit by unit instead of by NumPy's multinomial.
+    data = random_data(np.random.default_rng(8), 6, 80, 3)
+
+    fast = rel.bootstrap_ci(data, rel.krippendorff_alpha, n_boot=2000, seed=2)
+    slow = rel.bootstrap_ci(data, lambda d: rel.krippendorff_alpha(d), n_boot=2000, seed=2)
+
+    assert fast == pytest.approx(slow, abs=0.02)
+
+
 def test_bootstrap_accepts_statistic_names():
     data = two_coder_data(3, 300)
 
