@@ -200,7 +200,7 @@ def heat_map(title: str, confusion: dict[str, Any]) -> HeatMap | None:
     return HeatMap(
         title=title,
         description=", ".join(described),
-        width=left + n * size + 10,
+        width=max(left + n * size + 10, left + 130),
         height=top + n * size + 10,
         size=size,
         cells=tuple(cells),
