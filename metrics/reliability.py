@@ -320,7 +320,6 @@ class _Table:
         counts_by_category = _category_counts(self.patterns, self.k)
         values = counts_by_category.sum(axis=1)
         pairable = values >= 2
-        self.pairable_patterns = self.patterns[:, pairable]
         n = counts_by_category[pairable].astype(np.float64)  # P x K
         m = values[pairable].astype(np.float64)
         # Bucket index of each pattern: pairable patterns 0..P-1, the rest share bucket P.
@@ -481,7 +480,8 @@ def _interval_values(categories: list) -> np.ndarray:
     values = np.asarray(categories, dtype=np.float64)
     if not np.isfinite(values).all():
         raise ValueError("interval data needs finite values")
-    return values
+    # The interval metric only sees differences; centring keeps the sums of squares exact.
+    return values - values.mean() if values.size else values
 
 
 def _point(table: _Table, name: str, level: str = "nominal", k: int | None = None) -> float:
