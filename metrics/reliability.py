@@ -34,7 +34,9 @@ turns that into ``None`` with a reason code (:data:`REASON_NO_PAIRABLE_VALUES`,
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import math
 import numbers
 from collections.abc import Callable, Hashable, Sequence
@@ -192,24 +194,25 @@ def _collapse_dense(array: np.ndarray, keep_inverse: bool) -> tuple | None:
 
 
 def _encode_objects(data: Any) -> tuple[np.ndarray, list]:
-    lookup: dict[Hashable, int] = {}
-    add = lookup.setdefault
-    rows = []
-    for row in data:
-        items = row.tolist() if isinstance(row, np.ndarray) else row
-        # ``v != v`` is true only for NaN.
-        rows.append([MISSING if v is None or v != v else add(v, len(lookup)) for v in items])
+    rows = [row.tolist() if isinstance(row, np.ndarray) else row for row in data]
     if not rows:
         return np.empty((0, 0), dtype=np.int64), []
-    if len({len(row) for row in rows}) != 1:
+    units = len(rows[0])
+    if any(len(row) != units for row in rows):
         raise ValueError("every coder's row must cover the same units")
-    codes = np.array(rows, dtype=np.int64)
-    categories = list(lookup)
-    try:
-        ranked = sorted(categories)
-    except TypeError:
-        return codes, categories
-    return _reorder(codes, categories, ranked)
+    # Distinct values in order of first appearance, collected and then mapped at C speed
+    # (dict.fromkeys, map): no Python-level loop over the cells.
+    distinct = dict.fromkeys(itertools.chain.from_iterable(rows))
+    # ``v != v`` is true only for NaN.
+    categories = [v for v in distinct if not (v is None or v != v)]
+    with contextlib.suppress(TypeError):  # unsortable mixtures keep first appearance
+        categories = sorted(categories)
+    lookup = dict.fromkeys(distinct, MISSING)
+    lookup.update((value, i) for i, value in enumerate(categories))
+    codes = np.empty((len(rows), units), dtype=np.int64)
+    for i, row in enumerate(rows):
+        codes[i] = np.fromiter(map(lookup.__getitem__, row), dtype=np.int64, count=units)
+    return codes, categories
 
 
 def _reorder(codes: np.ndarray, categories: list, order: list) -> tuple[np.ndarray, list]:

@@ -193,6 +193,13 @@ def test_encode_codes_missing_as_minus_one_and_sorts_categories():
     np.testing.assert_array_equal(codes, [[1, -1, 0], [0, -1, 2]])
 
 
+def test_encode_keeps_first_appearance_for_unsortable_categories():
+    codes, categories = rel.encode([[1, "a", None], [float("nan"), 2, "a"]])
+
+    assert categories == [1, "a", 2]
+    np.testing.assert_array_equal(codes, [[0, 1, -1], [-1, 2, 1]])
+
+
 def test_encode_numeric_array_gives_python_numbers():
     codes, categories = rel.encode(np.array([[2.0, np.nan, 5.0], [5.0, 2.0, np.nan]]))
 
