@@ -621,3 +621,48 @@ def _reliability(study: Study, directory: Path) -> str:
         f"`{rf.RELIABILITY}` holds the latest reliability report of the study, computed on "
         "the original independent labels."
     )
+
+
+# --- reads for pages and the API ---------------------------------------------------------
+
+
+def release_file_path(*, release: Release, file_name: str) -> Path:
+    """A ready release's file, by a name its row lists (never a name from the request
+    alone); ``LookupError`` for anything else."""
+    if release.status != ReleaseStatus.READY or file_name not in release.files:
+        raise LookupError(file_name)
+    return rf.bundle_file(release_dir(study=release.study, name=release.name), file_name)
+
+
+def release_manifest_text(*, release: Release) -> str:
+    try:
+        return release_file_path(release=release, file_name=rf.MANIFEST).read_text("utf-8")
+    except (LookupError, OSError):
+        return ""
+
+
+def release_zip_path(*, release: Release) -> Path:
+    """The bundle as a deterministic zip next to its folder (``<name>.zip``: a release
+    name has no dot, so it never names a folder), written once on first request."""
+    if release.status != ReleaseStatus.READY:
+        raise LookupError(release.name)
+    directory = release_dir(study=release.study, name=release.name)
+    target = directory.parent / f"{release.name}.zip"
+    if not target.exists():
+        partial = directory.parent / f".partial-{release.name}-{uuid.uuid4().hex}.zip"
+        try:
+            with partial.open("xb") as stream:
+                rf.write_zip(
+                    stream, directory, sorted(release.files), f"{release.study.slug}-{release.name}"
+                )
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+def release_withheld_units(*, study: Study) -> int:
+    """Units a release built now would leave out (the sealed test partition)."""
+    if not partition_sealed(study, Partition.TEST):
+        return 0
+    return Unit.objects.filter(study=study, partition=Partition.TEST).count()
