@@ -368,7 +368,7 @@ def _features(table: _Table, names: set[str], level: str, values: np.ndarray | N
         outer = n[:, :, None] * n[:, None, :]
         idx = np.arange(table.k)
         outer[:, idx, idx] -= n
-        terms["coincidence"] = (outer / (m - 1)[:, None, None]).reshape(len(m), -1)
+        terms["coincidence"] = (outer / (m - 1)[:, None, None]).reshape(len(m), table.k**2)
     if "fleiss" in names or "ac1" in names:
         # Per-unit agreement P_i = sum_c N_c (N_c - 1) / (m (m - 1)) and category shares N_c/m.
         terms["p_i"] = (table.sum_sq - m) / (m * (m - 1))
@@ -426,7 +426,7 @@ def _alpha(sums: dict, level: str, values: np.ndarray | None) -> np.ndarray:
                 observed = sums["disagree_interval"]
             else:
                 k = n_c.shape[1]
-                o = sums["coincidence"].reshape(-1, k, k)
+                o = sums["coincidence"].reshape(len(n), k, k)
                 d = (ranks[:, :, None] - ranks[:, None, :]) ** 2
                 observed = (o * d).sum(axis=(1, 2))
         result = 1.0 - observed / expected

@@ -10,6 +10,8 @@ from fractions import Fraction
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metrics import reliability as rel
 
@@ -63,6 +65,8 @@ def naive_alpha(data, level):
 
     observed = sum(o[c, k] * delta(c, k) for c in cats for k in cats)
     expected = sum(n_c[c] * n_c[k] * delta(c, k) for c in cats for k in cats)
+    if expected == 0:  # no pairable values, or all in one category
+        return math.nan
     return float(1 - (n - 1) * observed / expected)
 
 
@@ -181,6 +185,67 @@ def test_pattern_collapse_equals_the_unit_by_unit_definition(level, seed):
     rows = [[None if np.isnan(v) else int(v) for v in row] for row in data]
 
     assert rel.krippendorff_alpha(rows, level) == pytest.approx(naive_alpha(rows, level), abs=1e-12)
+
+
+def naive_fleiss_ac1_raw(data):
+    """Fleiss' kappa (generalised), Gwet's AC1 and raw agreement, unit by unit."""
+    units = [[v for v in column if v is not None] for column in zip(*data, strict=True)]
+    cats = sorted({v for column in data for v in column if v is not None})
+    units = [u for u in units if len(u) >= 2]
+    if not units:
+        return math.nan, math.nan, math.nan
+    p_a = sum(
+        sum(u.count(c) * (u.count(c) - 1) for c in cats) / (len(u) * (len(u) - 1)) for u in units
+    ) / len(units)
+    shares = [sum(u.count(c) / len(u) for u in units) / len(units) for c in cats]
+    fleiss_e = sum(p * p for p in shares)
+    fleiss = (p_a - fleiss_e) / (1 - fleiss_e) if sum(p > 0 for p in shares) > 1 else math.nan
+    ac1_e = sum(p * (1 - p) for p in shares) / (len(cats) - 1) if len(cats) > 1 else math.nan
+    ac1 = (p_a - ac1_e) / (1 - ac1_e)
+    agreeing = sum(sum(u.count(c) * (u.count(c) - 1) for c in cats) / (len(u) - 1) for u in units)
+    raw = agreeing / sum(len(u) for u in units)
+    return fleiss, ac1, raw
+
+
+def same(a, b):
+    return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-9)
+
+
+matrices = st.integers(2, 5).flatmap(
+    lambda coders: st.integers(1, 12).flatmap(
+        lambda units: st.lists(
+            st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=units, max_size=units),
+            min_size=coders,
+            max_size=coders,
+        )
+    )
+)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(data=matrices)
+def test_property_coefficients_equal_their_unit_by_unit_definitions(data):
+    fleiss, ac1, raw = naive_fleiss_ac1_raw(data)
+
+    for level in rel.LEVELS:
+        assert same(rel.krippendorff_alpha(data, level), naive_alpha(data, level))
+    assert same(rel.fleiss_kappa(data), fleiss)
+    assert same(rel.gwet_ac1(data), ac1)
+    assert same(rel.raw_agreement(data), raw)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=matrices, seed=st.integers(0, 2**16))
+def test_property_coefficients_ignore_the_order_of_units_and_coders(data, seed):
+    rng = np.random.default_rng(seed)
+    shuffled = [data[i] for i in rng.permutation(len(data))]
+    columns = rng.permutation(len(data[0]))
+    shuffled = [[row[j] for j in columns] for row in shuffled]
+
+    for function in (rel.fleiss_kappa, rel.gwet_ac1, rel.raw_agreement):
+        assert same(function(shuffled), function(data))
+    for level in rel.LEVELS:
+        assert same(rel.krippendorff_alpha(shuffled, level), rel.krippendorff_alpha(data, level))
 
 
 # ----------------------------------------------------------------------------- encode
