@@ -30,7 +30,6 @@ class RuleForm(forms.Form):
             (KIND_SHARE, "a seeded share of the values"),
         ],
         initial=KIND_VALUES,
-        widget=forms.RadioSelect,
     )
     values = forms.CharField(
         label="Values to test",
