@@ -833,9 +833,10 @@ def summarize(
     at least two), ``n_pairable_units``, ``categories``; ``alpha`` (at ``level``),
     ``fleiss_kappa``, ``gwet_ac1`` and ``raw_agreement`` as ``{"value", "low", "high",
     "reason"}`` — ``alpha`` also with ``cluster_low``/``cluster_high`` from the cluster
-    bootstrap (``None`` without ``clusters``); and ``cohen_kappa`` as ``{"matrix", "shared"}``
-    (coders x coders; ``shared`` counts the units both coded). An undefined value is ``None``
-    and its ``reason`` one of the ``REASON_*`` codes; so are its interval bounds. ``order``
+    bootstrap (``None`` without ``clusters``); and ``cohen_kappa`` as ``{"matrix", "shared",
+    "reasons"}`` (coders x coders; ``shared`` counts the units both coded; ``reasons`` says
+    why a kappa is ``None``). An undefined value is ``None`` and its ``reason`` one of the
+    ``REASON_*`` codes; so are its interval bounds. ``order``
     fixes the categories (the ranks for ordinal alpha; the K of Gwet's AC1). All intervals
     come from the same ``n_boot`` resamples (seeded); ``n_boot=0`` skips them.
     """
@@ -892,8 +893,18 @@ def summarize(
         "cohen_kappa": {
             "matrix": [[_plain(float(v)) for v in row] for row in kappas],
             "shared": shared.tolist(),
+            "reasons": [
+                [_pair_reason(kappas[i, j], shared[i, j]) for j in range(table.n_coders)]
+                for i in range(table.n_coders)
+            ],
         },
     }
+
+
+def _pair_reason(kappa: float, shared: int) -> str | None:
+    if not math.isnan(kappa):
+        return None
+    return REASON_TOO_FEW_SHARED_UNITS if shared < 2 else REASON_SINGLE_CATEGORY
 
 
 def _plain_category(value: Any) -> Any:

@@ -583,6 +583,16 @@ def test_summarize_single_category_gives_none_with_reason():
     assert summary["alpha"]["cluster_low"] is None
     assert summary["raw_agreement"]["value"] == 1.0
     assert summary["cohen_kappa"]["matrix"] == [[1.0, None], [None, 1.0]]
+    assert summary["cohen_kappa"]["reasons"][0][1] == rel.REASON_SINGLE_CATEGORY
+
+
+def test_summarize_names_the_reason_for_a_missing_pairwise_kappa():
+    summary = rel.summarize([["a", "b", "a"], ["a", "b", "b"], [N, N, "a"]], n_boot=0)
+
+    assert summary["cohen_kappa"]["shared"][0][2] == 1
+    assert summary["cohen_kappa"]["matrix"][0][2] is None
+    assert summary["cohen_kappa"]["reasons"][0][2] == rel.REASON_TOO_FEW_SHARED_UNITS
+    assert summary["cohen_kappa"]["reasons"][0][1] is None
 
 
 @pytest.mark.parametrize(
