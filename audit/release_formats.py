@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from audit.contract.canonical import canonical_json
+from audit.contract.canonical import canonical_json, canonical_text_unchecked, encode_string
 
 FORMAT_VERSION = 1
 MANIFEST = "SHA256SUMS"
@@ -208,6 +208,10 @@ def _cell_text(value: Any, kind: str) -> str:
     return "'" + text if text.startswith(_CSV_TRIGGERS) else text
 
 
+def _escape(text: str) -> str:
+    return "'" + text if text.startswith(_CSV_TRIGGERS) else text
+
+
 def csv_cell(value: Any, kind: str = "string") -> str:
     """One CSV cell as written (escaped where a spreadsheet would run a formula)."""
     return _cell_text(value, kind)
@@ -234,6 +238,16 @@ class CsvWriter:
 
     def write(self, row: Mapping[str, Any]) -> None:
         self.writer.writerow([_cell_text(row[name], kind) for name, kind in self.columns])
+
+    def write_texts(self, row: Mapping[str, Any], texts: Mapping[str, str]) -> None:
+        self.writer.writerow(
+            [
+                _escape(texts[name])
+                if kind == "json" and row[name] is not None
+                else _cell_text(row[name], kind)
+                for name, kind in self.columns
+            ]
+        )
 
     def close(self) -> None:
         self.text.flush()
@@ -267,10 +281,13 @@ class ParquetWriter:
         self.rows_written = 0
 
     def write(self, row: Mapping[str, Any]) -> None:
+        self.write_texts(row, {})
+
+    def write_texts(self, row: Mapping[str, Any], texts: Mapping[str, str]) -> None:
         for column, (name, kind) in zip(self.buffer, self.table.columns, strict=True):
             value = row[name]
             if kind == "json" and value is not None:
-                value = canonical_json(value).decode("utf-8")
+                value = texts.get(name) or canonical_json(value).decode("utf-8")
             column.append(value)
         self.count += 1
         if self.count >= PARQUET_ROW_GROUP:
@@ -307,6 +324,7 @@ class TableFiles:
 
     def __init__(self, directory: Path, table: Table) -> None:
         self.table = table
+        self.sorted_names = sorted(table.names)
         self.rows = 0
         self.streams: list[IO[bytes]] = []
         self.writers: list[Any] = []
@@ -316,8 +334,19 @@ class TableFiles:
             self.writers.append(_WRITERS[ext](stream, table))
 
     def write(self, row: Mapping[str, Any]) -> None:
-        for writer in self.writers:
-            writer.write(row)
+        """Each value is serialized once: its canonical JSON text makes the JSONL line
+        (keys in sorted order, so the line is the row's canonical JSON) and is the CSV and
+        Parquet cell of a nested column. Rows hold JSON values (parsed JSON, string keys)."""
+        texts = {name: canonical_text_unchecked(row[name]) for name in self.table.names}
+        self.streams[0].write(
+            (
+                "{"
+                + ",".join(f"{encode_string(name)}:{texts[name]}" for name in self.sorted_names)
+                + "}\n"
+            ).encode("utf-8")
+        )
+        self.writers[1].write_texts(row, texts)
+        self.writers[2].write_texts(row, texts)
         self.rows += 1
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +37,11 @@ from annotator.models import Label, LabelKind
 from audit import archive
 from audit import release_formats as rf
 from audit.contract import CHECKER_VERSION
+from audit.contract.canonical import (
+    canonical_json_unchecked,
+    canonical_text_unchecked,
+    sha256_hex,
+)
 from audit.gate import claim_boundary
 from audit.models import (
     CodebookUnit,
@@ -51,7 +57,7 @@ from audit.models import (
     UnitState,
 )
 from audit.outcome_selectors import partition_sealed
-from audit.records import UnitContent, record_build
+from audit.records import UnitContent
 
 logger = logging.getLogger("claimgate.releases")
 
@@ -211,42 +217,98 @@ def _batches(iterable: Any, size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _sampling(row: Tuple) -> dict[str, Any] | None:
-    if row.sampling_stratum is None and row.inclusion_probability is None:
+def _sampling(stratum: str | None, probability: float | None) -> dict[str, Any] | None:
+    if stratum is None and probability is None:
         return None
-    return {"stratum": row.sampling_stratum, "inclusion_probability": row.inclusion_probability}
+    return {"stratum": stratum, "inclusion_probability": probability}
 
 
-def _contents(study: Study, units: Sequence[Unit]) -> dict[int, UnitContent]:
-    """The content of each unit of a chunk: archive rows came with the units; an answer
-    unit's sources take one more query for the whole chunk."""
+_QUERY = (
+    "query_id",
+    "text",
+    "question_type",
+    "question_version",
+    "reference_time",
+    "target_name",
+    "target_family",
+    "template_id",
+    "domain",
+    "locale",
+)
+_PIPELINE = ("name", "version", "config")
+_ANSWER = (
+    "service",
+    "mode",
+    "model",
+    "web_search",
+    "region",
+    "language",
+    "login",
+    "personalization",
+    "collected_at",
+    "status",
+    "failure",
+    "text",
+    "citations",
+    "raw_path",
+    "digest",
+)
+_SOURCE = ("original_url", "canonical_url", "rank", "collected_at", "text", "digest")
+#: A unit with its archive rows as plain values (no model instance per row: at a million
+#: rows the instances cost more than the query).
+UNIT_VALUES = (
+    "id",
+    "digest",
+    "partition",
+    "state",
+    "observation_id",
+    "tuple_id",
+    "tuple__sampling_stratum",
+    "tuple__inclusion_probability",
+    *(f"observation__query__{name}" for name in _QUERY),
+    *(f"observation__pipeline__{name}" for name in _PIPELINE),
+    *(f"observation__answer__{name}" for name in _ANSWER),
+    *(f"tuple__source__{name}" for name in _SOURCE),
+)
+
+
+def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
+    """An archive row as the mapping functions of audit.archive read it (attributes)."""
+    return SimpleNamespace(**{name: values[prefix + name] for name in names})
+
+
+def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
+    """The content of each unit of a chunk, through audit.archive's own mappings (so a
+    release carries exactly what a record built elsewhere carries); an answer unit's
+    sources take one more query for the whole chunk."""
     by_observation: dict[int, list[dict[str, Any]]] = {}
     if study.codebook.unit != CodebookUnit.TUPLE:
         rows = (
-            Tuple.objects.filter(observation_id__in=[u.observation_id for u in units])
-            .select_related("source")
+            Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
             .order_by("observation_id", "position", "id")
+            .values("observation_id", *(f"source__{name}" for name in _SOURCE))
         )
         for row in rows:
-            by_observation.setdefault(row.observation_id, []).append(
-                archive.source_as_dict(row.source)
+            by_observation.setdefault(row["observation_id"], []).append(
+                archive.source_as_dict(_row(row, "source__", _SOURCE))
             )
     contents = {}
     for unit in units:
-        observation = unit.observation
-        if unit.tuple_id is not None:
-            sources = [archive.source_as_dict(unit.tuple.source)]
-            sampling = _sampling(unit.tuple)
+        if unit["tuple_id"] is not None:
+            sources = [archive.source_as_dict(_row(unit, "tuple__source__", _SOURCE))]
+            sampling = _sampling(
+                unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
+            )
         else:
-            sources = by_observation.get(unit.observation_id, [])
+            sources = by_observation.get(unit["observation_id"], [])
             sampling = None
-        contents[unit.pk] = UnitContent(
-            unit_id=unit.pk,
+        contents[unit["id"]] = UnitContent(
+            unit_id=unit["id"],
             codebook_unit=study.codebook.unit,
-            digest=unit.digest,
-            query=archive.query_as_dict(observation.query),
-            pipeline=archive.pipeline_as_dict(observation.pipeline),
-            answer=archive.answer_as_dict(observation.answer),
+            digest=unit["digest"],
+            query=archive.query_as_dict(_row(unit, "observation__query__", _QUERY)),
+            pipeline=archive.pipeline_as_dict(_row(unit, "observation__pipeline__", _PIPELINE)),
+            answer=archive.answer_as_dict(_row(unit, "observation__answer__", _ANSWER)),
             sources=sources,
             sampling=sampling,
         )
@@ -267,7 +329,9 @@ _LABEL_FIELDS = (
 _OUTCOME_FIELDS = rf.OUTCOMES.names
 
 
-def _ordered(labels: list[dict[str, Any]], unit: Unit) -> list[tuple[dict[str, Any], bool]]:
+def _ordered(
+    labels: list[dict[str, Any]], unit: dict[str, Any]
+) -> list[tuple[dict[str, Any], bool]]:
     """A unit's labels in release order — independent by annotator pseudonym and revision,
     then consensus, then adjudicated — each with whether it is current: an independent
     label no later revision replaced, or the unit's final label."""
@@ -290,7 +354,7 @@ def _ordered(labels: list[dict[str, Any]], unit: Unit) -> list[tuple[dict[str, A
     final = None
     if adjudicated:
         final = adjudicated[-1]
-    elif consensus and unit.state == UnitState.AGREED:
+    elif consensus and unit["state"] == UnitState.AGREED:
         final = consensus[-1]
     return [(label, label["record_digest"] not in replaced) for label in independent] + [
         (label, label is final) for label in finals
@@ -305,7 +369,11 @@ def _assisted_model(label: dict[str, Any]) -> str | None:
 
 
 def _label_row(
-    label: dict[str, Any], annotation: dict[str, Any], unit: Unit, current: bool, kind: str
+    label: dict[str, Any],
+    annotation: dict[str, Any],
+    unit: dict[str, Any],
+    current: bool,
+    kind: str,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "record_digest": label["record_digest"],
@@ -313,8 +381,8 @@ def _label_row(
         "revision": label["revision"],
         "current": current,
         "parents": label["parents"],
-        "unit_digest": unit.digest,
-        "partition": unit.partition,
+        "unit_digest": unit["digest"],
+        "partition": unit["partition"],
         "annotator": annotation.get("annotator"),
         "assisted_model": _assisted_model(label),
         "created_at": archive.format_instant(label["created_at"]),
@@ -401,16 +469,7 @@ def bundle_write(
                 }
             ],
         )
-        units = (
-            units_qs.select_related(
-                "observation__query",
-                "observation__pipeline",
-                "observation__answer",
-                "tuple__source",
-            )
-            .order_by("digest")
-            .iterator(chunk_size=CHUNK)
-        )
+        units = units_qs.order_by("digest").values(*UNIT_VALUES).iterator(chunk_size=CHUNK)
         reported = -1
         for chunk in _batches(units, CHUNK):
             _write_chunk(
@@ -532,7 +591,7 @@ def bundle_write(
 def _write_chunk(
     *,
     study: Study,
-    chunk: list[Unit],
+    chunk: list[dict[str, Any]],
     label_cutoff: int,
     ledger_cutoff: int,
     withhold_texts: bool,
@@ -544,7 +603,7 @@ def _write_chunk(
     contents = _contents(study, chunk)
     by_unit: dict[int, list[dict[str, Any]]] = {}
     labels = Label.objects.filter(
-        unit_id__in=[unit.pk for unit in chunk], id__lte=label_cutoff
+        unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff
     ).values(*_LABEL_FIELDS)
     for label in labels:
         by_unit.setdefault(label["unit_id"], []).append(label)
@@ -558,26 +617,16 @@ def _write_chunk(
     unit_kind = study.codebook.unit
     for unit in chunk:
         tally.units += 1
-        content = contents[unit.pk]
+        content = contents[unit["id"]]
         has_final = False
-        for label, current in _ordered(by_unit.get(unit.pk, []), unit):
-            record = record_build(
-                study=study,
-                content=content,
-                annotation=label["annotation"],
-                parents=label["parents"],
-            )
-            if record["record_digest"] != label["record_digest"]:
-                raise ReleaseRefused(
-                    f"the stored label {label['record_digest']} does not rebuild to the same "
-                    f"record (got {record['record_digest']}): the archive changed under it",
-                    code=DIGEST_MISMATCH,
-                )
+        for label, current in _ordered(by_unit.get(unit["id"], []), unit):
+            record, line = _record_line(study, content, label)
             kind = label["kind"]
             tally.kinds[kind] += 1
             tally.saw(label["created_at"])
             if withhold_texts:
                 record = rf.withhold_record(record, withheld)
+                line = canonical_json_unchecked(record) + b"\n"
             annotation = record["annotation"]
             row = _label_row(label, annotation, unit, current, unit_kind)
             if kind == LabelKind.INDEPENDENT:
@@ -591,7 +640,7 @@ def _write_chunk(
             else:
                 tables["labels_final"].write(row)
                 has_final = has_final or current
-            rf.write_jsonl(records, [record])
+            records.write(line)
             outcome = outcomes.get(label["record_digest"])
             if outcome is None:
                 tally.without_outcome += 1
@@ -599,6 +648,59 @@ def _write_chunk(
                 tables["outcomes"].write(outcome)
                 tally.outcomes += 1
         tally.final_units += has_final
+
+
+def record_body(
+    *, study: Study, content: UnitContent, annotation: dict[str, Any], parents: list[str]
+) -> dict[str, Any]:
+    """``audit.records.record_build`` without its sealing (which walks every key of the
+    record before serializing it: at a million records that walk alone takes minutes).
+    The same fields in the same way — tests hold the two equal, and every release record
+    is checked against its stored digest."""
+    record: dict[str, Any] = {
+        "claimgate": "record",
+        "format_version": 1,
+        "codebook": {"name": study.codebook.name, "version": study.codebook.version},
+        "query": content.query,
+        "pipeline": content.pipeline,
+        "answer": content.answer,
+    }
+    if content.codebook_unit == CodebookUnit.TUPLE:
+        record["source"] = content.source
+        record["tuple_digest"] = content.digest
+    else:
+        record["sources"] = content.sources
+        record["unit_digest"] = content.digest
+    record["sampling"] = content.sampling
+    record["annotation"] = annotation
+    record["parents"] = parents
+    return record
+
+
+def _record_line(
+    study: Study, content: UnitContent, label: dict[str, Any]
+) -> tuple[dict[str, Any], bytes]:
+    """The label's full record, rebuilt by audit.records.record_build with the sealing
+    left to this function: the record body is serialized once, canonically; its SHA-256
+    must be the stored record digest (else the archive changed under the label and the
+    build stops), and the line is that text with ``record_digest`` set in its sorted
+    place — right before the top-level ``"sampling"`` key, the last one of that name (no
+    source object has such a key)."""
+    record = record_body(
+        study=study, content=content, annotation=label["annotation"], parents=label["parents"]
+    )
+    text = canonical_text_unchecked(record)
+    digest = sha256_hex(text.encode("utf-8"))
+    if digest != label["record_digest"]:
+        raise ReleaseRefused(
+            f"the stored label {label['record_digest']} does not rebuild to the same record "
+            f"(got {digest}): the archive changed under it",
+            code=DIGEST_MISMATCH,
+        )
+    at = text.rfind(',"sampling":')
+    line = text[:at] + ',"record_digest":"' + digest + '"' + text[at:] + "\n"
+    record["record_digest"] = digest
+    return record, line.encode("utf-8")
 
 
 def _reliability(study: Study, directory: Path) -> str:

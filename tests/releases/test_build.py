@@ -280,3 +280,19 @@ def test_a_bad_record_rejects_the_whole_file(labelled, releases_root):
     result = records_import(study=other, data=b"\n".join(lines), file_name="bad.jsonl")
     assert result.batch.status == "rejected"
     assert [p.line for p in result.problems] == [3]
+
+
+def test_the_release_record_body_is_record_build_without_the_seal(labelled, claims_labelled):
+    from annotator.adjudication import label_record
+    from annotator.selectors import unit_content
+    from audit.release_services import record_body
+
+    for label in Label.objects.filter(study__in=[labelled.study, claims_labelled]):
+        sealed = label_record(label=label)
+        body = record_body(
+            study=label.study,
+            content=unit_content(unit=label.unit),
+            annotation=label.annotation,
+            parents=label.parents,
+        )
+        assert {**body, "record_digest": label.record_digest} == sealed
