@@ -28,6 +28,7 @@ from audit.models import (
     Query,
     SourceSnapshot,
     Study,
+    StudyFreeze,
     Tuple,
     Unit,
 )
@@ -99,6 +100,20 @@ def observations_import(
         file_bytes=len(data),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
+    if StudyFreeze.objects.filter(study=study).exists():
+        return _reject(
+            batch,
+            [
+                LineProblem(
+                    0,
+                    codes.STUDY_FROZEN,
+                    f"study {study.slug} is frozen: its partitions were fixed before test "
+                    "labels were opened, so nothing new may enter it; create a new study "
+                    "version (the partitions page) and import there",
+                )
+            ],
+            lines=0,
+        )
     limit = settings.IMPORT_MAX_FILE_BYTES
     if len(data) > limit:
         return _reject(

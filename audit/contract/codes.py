@@ -19,6 +19,7 @@ CODEBOOK_MISMATCH = "codebook_mismatch"
 DUPLICATE_TUPLE = "duplicate_tuple"
 DUPLICATE_OBSERVATION = "duplicate_observation"
 TOO_MANY_LINES = "too_many_lines"
+STUDY_FROZEN = "study_frozen"
 
 # --- stage 1: required fields and digests --------------------------------------------
 MISSING_FIELD = "missing_field"

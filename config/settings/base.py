@@ -218,6 +218,8 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "outcomes-sweep": {"task": "claimgate.outcomes_sweep", "schedule": 60.0},
 }
+# Bootstrap resamples behind every reliability interval (metrics.services).
+RELIABILITY_BOOTSTRAP = int(os.environ.get("RELIABILITY_BOOTSTRAP", "1000"))
 # Failure drills only (tests): seconds a job waits before working, to kill a worker in it.
 CLAIMGATE_JOB_DELAY_SECONDS = float(os.environ.get("CLAIMGATE_JOB_DELAY_SECONDS", "0"))
 

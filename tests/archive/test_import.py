@@ -206,3 +206,28 @@ def test_a_failed_answer_may_leave_out_its_empty_sources(study):
 
     assert batch.status == ImportStatus.IMPORTED
     assert (batch.observations_created, batch.tuples_created) == (1, 0)
+
+
+def test_a_frozen_study_takes_no_new_observations(study):
+    from django.contrib.auth import get_user_model
+
+    from audit.models import StudyFreeze
+
+    StudyFreeze.objects.create(
+        study=study,
+        codebook_digest="0" * 64,
+        pipelines=[],
+        pipelines_digest="0" * 64,
+        thresholds={},
+        thresholds_digest="0" * 64,
+        partition_digest="0" * 64,
+        partition_counts={},
+        frozen_by=get_user_model().objects.create_user("freezer"),
+    )
+
+    batch = observations_import(study=study, data=jsonl(observation(1)), file_name="late.jsonl")
+
+    assert batch.status == ImportStatus.REJECTED
+    assert batch.errors[0]["reason"] == codes.STUDY_FROZEN
+    assert "new study version" in batch.errors[0]["message"]
+    assert study.tuples.count() == 0
