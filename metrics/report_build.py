@@ -13,13 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from metrics import claims as claim_metrics
 from metrics import reliability
 from metrics.matrices import (
     CLAIM_ITEMS,
-    Head,
+    Heads,
     Matrix,
     U,
+    UnitDomains,
     claims_align,
     matrices,
     pooled_pairs,
@@ -46,8 +49,8 @@ class ReportInputs:
     codebook: CodebookInfo  # the study's codebook
     codebooks: dict[str, CodebookInfo]  # by digest: every version the labels name
     items: tuple[tuple[str, str], ...]  # (key, label) of the compared judgments
-    heads: tuple[Head, ...]
-    domain_of: dict[int, str]
+    heads: Heads
+    domains: UnitDomains
     labels_digest: str
     sealed_partitions: tuple[str, ...]
     included_partitions: tuple[str, ...]
@@ -70,29 +73,42 @@ def finite(value: Any) -> Any:
     return value
 
 
-def _summary(
-    data: list[list[str | None]], clusters: Sequence[str], *, n_boot: int, seed: int
-) -> dict[str, Any]:
-    if not data or not data[0]:
-        return {"n_units": 0, "n_coders": len(data), "empty": True}
-    return finite(
-        reliability.summarize(
-            data, level="nominal", clusters=list(clusters), n_boot=n_boot, seed=seed
-        )
+def _summary(matrix: Matrix, *, u_missing: bool, n_boot: int, seed: int) -> dict[str, Any]:
+    if not matrix.codes.size:
+        return {"n_units": 0, "n_coders": len(matrix.coders), "empty": True}
+    # Codes as numbers (``reliability``'s fast form): with the categories sorted, code
+    # order is category order, so every coefficient, pattern and resample is the same as
+    # with the category strings, and the categories are named back afterwards.
+    summary = reliability.summarize(
+        matrix.treatment(u_missing=u_missing),
+        level="nominal",
+        clusters=matrix.clusters,
+        n_boot=n_boot,
+        seed=seed,
     )
+    summary["categories"] = [matrix.categories[int(code)] for code in summary["categories"]]
+    return finite(summary)
 
 
 def _confusion(matrix: Matrix) -> dict[str, Any]:
-    first, second = pooled_pairs(matrix.data)
-    if not first:
+    first, second = pooled_pairs(matrix.codes)
+    if not len(first):
         return {"matrix": [], "categories": [], "pairs": 0}
-    grid, categories = reliability.confusion_matrix(first, second)
-    return finite({"matrix": grid, "categories": list(categories), "pairs": len(first)})
+    grid, codes = reliability.confusion_matrix(first.astype(np.float64), second.astype(np.float64))
+    categories = [matrix.categories[int(code)] for code in codes]
+    return finite({"matrix": grid, "categories": categories, "pairs": len(first)})
 
 
 def _unresolved(matrix: Matrix) -> list[dict[str, Any]]:
-    rows = reliability.unresolved_coverage(matrix.data, unresolved=U)
-    return [{**finite(row), "coder": coder} for coder, row in zip(matrix.coders, rows, strict=True)]
+    coded = (matrix.codes >= 0).sum(axis=1).tolist()
+    if U in matrix.categories:
+        unresolved = (matrix.codes == matrix.categories.index(U)).sum(axis=1).tolist()
+    else:
+        unresolved = [0] * len(matrix.coders)
+    return [
+        finite({"coder": coder, "coded": n, "unresolved": u, "share": u / n if n else None})
+        for coder, n, u in zip(matrix.coders, coded, unresolved, strict=True)
+    ]
 
 
 def _item_report(
@@ -101,23 +117,32 @@ def _item_report(
     return {
         "key": key,
         "label": label,
-        "u_category": _summary(matrix.data, matrix.clusters, n_boot=n_boot, seed=seed),
-        "u_missing": _summary(matrix.u_missing(), matrix.clusters, n_boot=n_boot, seed=seed),
+        "u_category": _summary(matrix, u_missing=False, n_boot=n_boot, seed=seed),
+        "u_missing": _summary(matrix, u_missing=True, n_boot=n_boot, seed=seed),
         "confusion": _confusion(matrix),
-        "unresolved": _unresolved(matrix) if unresolved and matrix.units else [],
+        "unresolved": _unresolved(matrix) if unresolved and len(matrix.units) else [],
     }
 
 
-def _work(inputs: ReportInputs) -> int:
-    steps = 0
-    for digest in {head.codebook_digest for head in inputs.heads}:
-        for name, _ in GROUPS:
-            heads = [h for h in inputs.heads if h.codebook_digest == digest]
-            if any(h.assisted == (name == "assisted") for h in heads):
-                steps += len(inputs.items) + (
-                    len(CLAIM_ITEMS) if inputs.codebook.unit == "answer" else 0
-                )
-    return max(steps, 1)
+def _groups(inputs: ReportInputs) -> list[tuple[str, list[tuple[str, str, np.ndarray]]]]:
+    """Per codebook digest (the study's first): the groups that have labels, with the
+    labels they select."""
+    heads = inputs.heads
+    order = sorted(
+        range(len(heads.codebooks)),
+        key=lambda i: (heads.codebooks[i] != inputs.codebook.digest, heads.codebooks[i]),
+    )
+    out = []
+    for index in order:
+        of_version = heads.codebook == index
+        groups = []
+        for name, title in GROUPS:
+            selected = of_version & (heads.assisted == (name == "assisted"))
+            if selected.any():
+                groups.append((name, title, selected))
+        if of_version.any():
+            out.append((heads.codebooks[index], groups))
+    return out
 
 
 def report_build(
@@ -128,26 +153,17 @@ def report_build(
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> dict[str, Any]:
     """The report's JSON value. ``progress(done, total)`` is called after each item."""
-    total = _work(inputs)
+    is_answer = inputs.codebook.unit == "answer"
+    plan = _groups(inputs)
+    per_group = len(inputs.items) + (len(CLAIM_ITEMS) if is_answer else 0)
+    total = max(1, per_group * sum(len(groups) for _, groups in plan))
     done = 0
     versions = []
-    digests = sorted(
-        {head.codebook_digest for head in inputs.heads},
-        key=lambda d: (d != inputs.codebook.digest, d),
-    )
-    is_answer = inputs.codebook.unit == "answer"
-    for digest in digests:
+    for digest, selections in plan:
         info = inputs.codebooks.get(digest) or CodebookInfo("?", "?", digest, inputs.codebook.unit)
         groups = []
-        for name, title in GROUPS:
-            heads = [
-                h
-                for h in inputs.heads
-                if h.codebook_digest == digest and h.assisted == (name == "assisted")
-            ]
-            if not heads:
-                continue
-            coders, units, grids = matrices(heads, len(inputs.items), inputs.domain_of)
+        for name, title, selected in selections:
+            coders, units, grids = matrices(inputs.heads, selected, inputs.domains)
             items = []
             for (key, label), matrix in zip(inputs.items, grids, strict=True):
                 items.append(_item_report(key, label, matrix, n_boot=n_boot, seed=seed))
@@ -156,13 +172,14 @@ def report_build(
             group: dict[str, Any] = {
                 "key": name,
                 "title": title,
-                "labels": len(heads),
+                "labels": int(selected.sum()),
                 "units": len(units),
                 "coders": list(coders),
                 "items": items,
             }
             if is_answer:
-                alignment = claims_align(heads, inputs.domain_of)
+                heads = [inputs.heads.head(i) for i in np.flatnonzero(selected).tolist()]
+                alignment = claims_align(heads, inputs.domains)
                 claim_items = []
                 for (key, label), matrix in zip(CLAIM_ITEMS, alignment.matrices, strict=True):
                     claim_items.append(

@@ -19,15 +19,16 @@ no claims, and the report gives how many there are ("awaiting a final record").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import Any
 
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Length
 
 from annotator.models import Label, LabelKind, Membership, Role
-from audit.contract.canonical import canonical_digest
 from audit.models import (
     AnswerStatus,
     Codebook,
@@ -40,7 +41,14 @@ from audit.models import (
     UnitState,
 )
 from audit.outcome_selectors import PARTITIONS, UNASSIGNED, VERDICTS, partition_sealed
-from metrics.matrices import CLAIM_ITEMS, ClaimSpan, Head, category, labels_digest_input
+from metrics.matrices import (
+    CLAIM_ITEMS,
+    ClaimSpan,
+    UnitDomains,
+    category,
+    heads_from_rows,
+    labels_digest_of,
+)
 from metrics.models import ReportStatus, StudyReport
 from metrics.report_build import CodebookInfo, ReportInputs
 
@@ -51,31 +59,69 @@ def sealed_partitions(study: Study) -> tuple[str, ...]:
     return tuple(key for key in PARTITIONS if partition_sealed(study, key))
 
 
-def _latest(rows: Iterable[tuple]) -> dict[tuple[int, int | None], tuple]:
-    """Each (unit, annotator)'s row with the highest (revision, id); rows start with
-    (id, unit_id, annotator_id, revision, ...)."""
-    heads: dict[tuple[int, int | None], tuple] = {}
-    for row in rows:
-        key = (row[1], row[2])
-        current = heads.get(key)
-        if current is None or (row[3], row[0]) > (current[3], current[0]):
-            heads[key] = row
-    return heads
+#: Rows per fetch of the label and unit reads.
+CHUNK = 50_000
+
+
+def _chunks(queryset: Any) -> Iterator[Sequence[tuple]]:
+    """The rows of a ``values_list`` queryset, a list at a time.
+
+    PostgreSQL: the queryset's SQL runs on a server-side cursor inside a transaction (so
+    the cursor is not ``WITH HOLD``, which would first copy the whole result), and each
+    ``fetchmany`` list is handed on as it is (after the field converters, if the columns
+    have any): no per-row work in Django's iterator. Elsewhere (SQLite,
+    the embedded default): the ORM's own iterator. Either way without the model's default
+    ordering, which would cost PostgreSQL a sort of every row.
+    """
+    queryset = queryset.order_by()
+    if connection.vendor != "postgresql":
+        rows = queryset.iterator(chunk_size=CHUNK)
+        while chunk := list(islice(rows, CHUNK)):
+            yield chunk
+        return
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    sql, params = compiler.as_sql()
+    # What Django's own iterator would apply (JSON decoding of key transforms): none for
+    # plain and text columns, so a tuple study's rows pass untouched.
+    converters = compiler.get_converters([col for col, _, _ in compiler.select])
+    with transaction.atomic(savepoint=False), connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while chunk := cursor.fetchmany(CHUNK):
+            yield list(compiler.apply_converters(chunk, converters)) if converters else chunk
+
+
+def _independent_labels(study: Study, sealed: Sequence[str]) -> Any:
+    """The study's independent labels outside the sealed partitions (every revision)."""
+    labels = Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
+    if sealed:
+        in_sealed = Q(partition__in=sealed)
+        if UNASSIGNED in sealed:
+            in_sealed |= Q(partition__isnull=True)
+        # NOT EXISTS (an anti-join), never NOT IN: a large sealed partition would not fit
+        # PostgreSQL's hashed subplan and every label would scan it.
+        labels = labels.exclude(Exists(Unit.objects.filter(in_sealed, pk=OuterRef("unit_id"))))
+    return labels
+
+
+#: The head columns ``metrics.matrices.heads_from_rows`` reads, before the values.
+HEAD_COLUMNS = ("id", "unit_id", "annotator_id", "revision", "record_digest", "codebook_digest")
+ASSISTED = ExpressionWrapper(Q(assisted_model__isnull=False), output_field=BooleanField())
+
+
+def _head_rows(labels: Any, values: dict[str, Any]) -> Iterator[Sequence[tuple]]:
+    return _chunks(
+        labels.annotate(h_assisted=ASSISTED, **values).values_list(
+            *HEAD_COLUMNS, "h_assisted", *values
+        )
+    )
 
 
 def labels_digest(*, study: Study) -> str:
     """The digest of the independent labels a report computed now would use (one query,
     plus what ``partition_sealed`` reads)."""
-    sealed = set(sealed_partitions(study))
-    rows = Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT).values_list(
-        "id", "unit_id", "annotator_id", "revision", "record_digest", "unit__partition"
-    )
-    heads = _latest(rows.iterator(chunk_size=20_000))
-    return canonical_digest(
-        labels_digest_input(
-            row[4] for row in heads.values() if (row[5] or UNASSIGNED) not in sealed
-        )
-    )
+    rows = _head_rows(_independent_labels(study, sealed_partitions(study)), {})
+    heads = heads_from_rows(rows, n_items=0, coder_of=str)
+    return labels_digest_of(heads.record_digests)
 
 
 def _items(study: Study) -> tuple[tuple[str, str], ...]:
@@ -125,54 +171,44 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     codebook = study.codebook
     is_tuple = codebook.unit == CodebookUnit.TUPLE
     sealed = sealed_partitions(study)
-    units = {
-        pk: (partition or UNASSIGNED, domain or "", state, observation_id)
-        for pk, partition, domain, state, observation_id in Unit.objects.filter(
-            study=study
-        ).values_list("id", "partition", "observation__query__domain", "state", "observation_id")
-    }
-    open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
+    columns = ["id", "partition", "observation__query__domain"]
+    if not is_tuple:
+        columns += ["state", "observation_id"]
+    ids: list[int] = []
+    domains: list[str | None] = []
+    present: set[str] = set()
+    units: dict[int, tuple] = {}
+    for chunk in _chunks(Unit.objects.filter(study=study).values_list(*columns)):
+        for column, values in ((ids, 0), (domains, 2)):
+            column.extend(row[values] for row in chunk)
+        present.update(row[1] or UNASSIGNED for row in chunk)
+        if not is_tuple:
+            units.update(
+                (row[0], (row[1] or UNASSIGNED, row[2] or "", row[3], row[4])) for row in chunk
+            )
     items = _items(study)
     if is_tuple:
-        keys = {
+        values = {
             **{f"v_{key}": KT(f"annotation__predicates__{key}") for key in "IAMD"},
             "v_passage_support": KT("annotation__passage_support"),
             "v_source_role": KT("annotation__source_role"),
         }
     else:
-        keys = {
+        values = {
             f"v_{key}": KeyTransform(
                 "value", KeyTransform(key, KeyTransform("verdicts", "annotation"))
             )
             for key in VERDICTS
         }
-        keys["claims"] = KeyTransform("claims", "annotation")
-    names = ["id", "unit_id", "annotator_id", "revision", "record_digest", "codebook_digest"]
-    names += ["assisted_model", *keys]
-    rows = (
-        Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
-        .annotate(**keys)
-        .values_list(*names)
-    )
-    latest = _latest(row for row in rows.iterator(chunk_size=20_000) if row[1] in open_units)
+        values["claims"] = KeyTransform("claims", "annotation")
     pseudonyms = _pseudonyms(study)
-    n_values = len(items)
-    heads = []
-    for row in latest.values():
-        values = tuple(category(value) for value in row[7 : 7 + n_values])
-        heads.append(
-            Head(
-                unit_id=row[1],
-                coder=pseudonyms.get(row[2], f"user-{row[2]}"),
-                record_digest=row[4],
-                codebook_digest=row[5],
-                assisted=row[6] is not None,
-                values=values,
-                claims=() if is_tuple else _claim_spans(row[7 + n_values]),
-            )
-        )
-    heads.sort(key=lambda head: (head.unit_id, head.coder))
-    digests = {head.codebook_digest for head in heads} | {codebook.digest}
+    heads = heads_from_rows(
+        _head_rows(_independent_labels(study, sealed), values),
+        n_items=len(items),
+        coder_of=lambda user_id: pseudonyms.get(user_id, f"user-{user_id}"),
+        claims_of=None if is_tuple else _claim_spans,
+    )
+    digests = {*heads.codebooks, codebook.digest}
     codebooks = {
         digest: CodebookInfo(name, version, digest, unit)
         for digest, name, version, unit in Codebook.objects.filter(digest__in=digests).values_list(
@@ -181,20 +217,19 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     }
     inputs: dict[str, Any] = {}
     if not is_tuple:
+        open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
         inputs = _claim_rows(study, units, open_units)
     return ReportInputs(
         study=study.slug,
         codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),
         codebooks=codebooks,
         items=items,
-        heads=tuple(heads),
-        domain_of={pk: unit[1] for pk, unit in units.items()},
-        labels_digest=canonical_digest(labels_digest_input(h.record_digest for h in heads)),
-        sealed_partitions=tuple(key for key in sealed if any(u[0] == key for u in units.values())),
+        heads=heads,
+        domains=UnitDomains.of(ids, domains),
+        labels_digest=labels_digest_of(heads.record_digests),
+        sealed_partitions=tuple(key for key in sealed if key in present),
         included_partitions=tuple(
-            key
-            for key in PARTITIONS
-            if key not in sealed and any(u[0] == key for u in units.values())
+            key for key in PARTITIONS if key not in sealed and key in present
         ),
         **inputs,
     )
