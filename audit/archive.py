@@ -11,10 +11,12 @@ drift apart. An archive row's ``key`` is :func:`archive_key` of its normal objec
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.contract.canonical import canonical_digest_unchecked
+from audit.contract.canonical import canonical_digest_unchecked, encode_string
+from audit.contract.digests import text_digest
 from audit.models import AnswerSnapshot, Pipeline, Query, SourceSnapshot
 
 
@@ -29,7 +31,16 @@ def format_instant(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+# An instant already in its normal form: whole seconds, UTC, written with "Z".
+_NORMAL_SECONDS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
 def normal_instant(value: str) -> str:
+    if _NORMAL_SECONDS.fullmatch(value):
+        # The common case: parsing (which still refuses an impossible date) and
+        # formatting it again would give the same string back.
+        datetime.fromisoformat(value)
+        return value
     return format_instant(parse_instant(value))
 
 
@@ -213,3 +224,142 @@ def source_as_dict(row: SourceSnapshot) -> dict[str, Any]:
         "text": row.text,
         "digest": row.digest,
     }
+
+
+# --- rows for bulk writes ---------------------------------------------------------------
+# The same column values as ``*_columns``, as tuples in the order of ``*_COLUMNS`` (a bulk
+# write of 10^5 rows builds no dict per row), with date-times as their normal UTC strings
+# (both databases read them as the same instant). Tested equal to ``*_columns``.
+
+QUERY_COLUMNS = (
+    "key",
+    "query_id",
+    "text",
+    "question_type",
+    "question_version",
+    "reference_time",
+    "target_name",
+    "target_family",
+    "template_id",
+    "domain",
+    "locale",
+)
+
+
+def query_row(normal: dict[str, Any]) -> tuple[Any, ...]:
+    target = normal["target"]
+    return (
+        archive_key(normal),
+        normal["id"],
+        normal["text"],
+        normal["question_type"],
+        normal["question_version"],
+        normal["reference_time"],
+        target["name"],
+        target["family"],
+        normal["template_id"],
+        normal["domain"],
+        normal["locale"],
+    )
+
+
+PIPELINE_COLUMNS = ("key", "name", "version", "config")
+
+
+def pipeline_row(normal: dict[str, Any], *, key: str | None = None) -> tuple[Any, ...]:
+    """``key``: the archive key if the caller has it (the digest of the pipeline's
+    identity text, audit.contract.digests.pipeline_identity_text, is exactly it)."""
+    return (
+        key or archive_key(normal),
+        normal["name"],
+        normal["version"],
+        normal["config"],
+    )
+
+
+ANSWER_COLUMNS = (
+    "key",
+    "digest",
+    "service",
+    "mode",
+    "model",
+    "web_search",
+    "region",
+    "language",
+    "login",
+    "personalization",
+    "collected_at",
+    "status",
+    "failure",
+    "text",
+    "citations",
+    "raw_path",
+)
+
+
+def answer_row(normal: dict[str, Any], *, key: str | None = None) -> tuple[Any, ...]:
+    """``key``: the archive key if the caller has it (the digest of the answer's identity
+    text, audit.contract.digests.answer_identity_text, is exactly it)."""
+    conditions = normal["conditions"]
+    return (
+        key or archive_key(normal),
+        normal["digest"],
+        normal["service"],
+        normal["mode"],
+        normal["model"],
+        normal["web_search"],
+        conditions["region"],
+        conditions["language"],
+        conditions["login"],
+        conditions["personalization"],
+        normal["collected_at"],
+        normal["status"],
+        normal["failure"],
+        normal["text"],
+        normal["citations"],
+        normal["raw_path"],
+    )
+
+
+SOURCE_COLUMNS = (
+    "key",
+    "digest",
+    "original_url",
+    "canonical_url",
+    "rank",
+    "collected_at",
+    "text",
+)
+
+
+def source_key(normal: dict[str, Any]) -> str:
+    """:func:`archive_key` of a source snapshot's normal object, its canonical text
+    written out field by field (keys in sorted order; the text is left out)."""
+    rank = normal["rank"]
+    if rank is not None and type(rank) is not int:
+        return archive_key(normal)
+    return text_digest(
+        '{"canonical_url":'
+        + encode_string(normal["canonical_url"])
+        + ',"collected_at":'
+        + encode_string(normal["collected_at"])
+        + ',"digest":'
+        + encode_string(normal["digest"])
+        + ',"original_url":'
+        + encode_string(normal["original_url"])
+        + ',"rank":'
+        + ("null" if rank is None else str(rank))
+        + "}"
+    )
+
+
+def source_row(normal: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        source_key(normal),
+        normal["digest"],
+        normal["original_url"],
+        normal["canonical_url"],
+        normal["rank"],
+        normal["collected_at"],
+        normal["text"],
+    )

@@ -199,7 +199,10 @@ class Observation(models.Model):
     """One answer to one query by one pipeline, inside a study: the unit of the
     ``answer-claims`` codebook. Its sources give its tuples."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="observations")
+    # No index of its own: observation_unique (study, unit_digest) leads with it.
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="observations", db_index=False
+    )
     unit_digest = models.CharField(max_length=DIGEST_LENGTH)
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     pipeline = models.ForeignKey(Pipeline, on_delete=models.PROTECT, related_name="+")
@@ -220,7 +223,10 @@ class Observation(models.Model):
 class Tuple(models.Model):
     """r = (q, u, a): the unit of the ``source-risk`` codebook."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tuples")
+    # No index of its own: tuple_unique_in_study (study, digest) leads with it.
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="tuples", db_index=False
+    )
     observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="tuples")
     digest = models.CharField(max_length=DIGEST_LENGTH)
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
@@ -267,7 +273,8 @@ class Unit(models.Model):
     with a free slot through an index instead of counting rows for every request.
     """
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="units")
+    # No index of its own: unit_unique_in_study (study, digest) and unit_queue lead with it.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="units", db_index=False)
     observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="units")
     tuple = models.OneToOneField(
         Tuple, null=True, blank=True, on_delete=models.CASCADE, related_name="unit"

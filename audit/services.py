@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,14 @@ from django.db import transaction
 from audit import archive, bulk
 from audit.contract import codes
 from audit.contract.canonical import canonical_digest
-from audit.contract.digests import unit_digest
+from audit.contract.digests import (
+    answer_identity_text,
+    pipeline_identity_text,
+    query_identity_text,
+    text_digest,
+    unit_digest_from_parts,
+)
+from audit.contract.observations import gc_paused
 from audit.models import (
     AnswerSnapshot,
     AnswerStatus,
@@ -91,8 +98,6 @@ def observations_import(
     and tuples are written in one transaction; those already in the study (same digests)
     are counted, not duplicated, so importing a file twice changes nothing.
     """
-    from audit.contract import parse_observation_file
-
     batch = ImportBatch(
         study=study,
         file_name=file_name[:255],
@@ -128,6 +133,13 @@ def observations_import(
             ],
             lines=0,
         )
+
+    with gc_paused():  # see gc_paused: nothing the import builds is in a cycle
+        return _observations_import(study, batch, data)
+
+
+def _observations_import(study: Study, batch: ImportBatch, data: bytes) -> ImportBatch:
+    from audit.contract import parse_observation_file
 
     parsed = parse_observation_file(data, codebook_registry())
     problems = [LineProblem(e.line, e.reason, e.message) for e in parsed.errors]
@@ -175,31 +187,45 @@ def _reject(batch: ImportBatch, problems: Sequence[LineProblem], *, lines: int) 
 
 @dataclass
 class _Unit:
-    """One observation line on its way into the archive, in its normal form."""
+    """One observation line on its way into the archive, in its normal form.
+
+    ``answer_key`` and ``pipeline_text`` are filled when the planner has them (the
+    archive key of ``answer``; the canonical identity text of the pipeline, whose digest is
+    the pipeline's archive key); otherwise :func:`_store` computes them."""
 
     position: int
     digest: str
     observation: dict[str, Any]
     answer: dict[str, Any]
     sources: list[dict[str, Any]]
+    answer_key: str = ""
+    pipeline_text: str = ""
 
 
 def _plan_units(
     observations: Sequence[dict], lines: Sequence[int]
 ) -> tuple[list[_Unit], list[LineProblem]]:
     """Normalize each line and compute its unit digest (over the answer as the archive
-    will store it); refuse a file that holds the same observation twice."""
+    will store it); refuse a file that holds the same observation twice.
+
+    The unit digest is assembled from the identity texts of its parts (same bytes as
+    :func:`audit.contract.digests.unit_digest`); the answer's text is also the input of
+    its archive key, so the answer is serialized once."""
     units = []
     problems = []
     first_line: dict[str, int] = {}
+    answer_normal = archive.answer_normal
+    source_normal = archive.source_normal
     for position, observation in zip(lines, observations, strict=True):
-        answer = archive.answer_normal(observation["answer"])
-        sources = [archive.source_normal(s) for s in observation.get("sources", ())]
-        digest = unit_digest(
-            query=observation["query"],
-            answer=answer,
+        answer = answer_normal(observation["answer"])
+        sources = [source_normal(s) for s in observation.get("sources", ())]
+        answer_text = answer_identity_text(answer)
+        pipeline_text = pipeline_identity_text(observation["pipeline"])
+        digest = unit_digest_from_parts(
+            answer_text=answer_text,
+            query_text=query_identity_text(observation["query"]),
             source_digests=[source["digest"] for source in sources],
-            pipeline=observation["pipeline"],
+            pipeline_text=pipeline_text,
         )
         if digest in first_line:
             problems.append(
@@ -212,83 +238,166 @@ def _plan_units(
             )
             continue
         first_line[digest] = position
-        units.append(_Unit(position, digest, observation, answer, sources))
+        units.append(
+            _Unit(
+                position,
+                digest,
+                observation,
+                answer,
+                sources,
+                text_digest(answer_text),
+                pipeline_text,
+            )
+        )
     return units, problems
 
 
+_OBSERVATION_COLUMNS = (
+    "study_id",
+    "unit_digest",
+    "query_id",
+    "pipeline_id",
+    "answer_id",
+    "batch_id",
+    "position",
+)
+_TUPLE_COLUMNS = (
+    "study_id",
+    "observation_id",
+    "digest",
+    "query_id",
+    "pipeline_id",
+    "answer_id",
+    "source_id",
+    "position",
+    "sampling_stratum",
+    "inclusion_probability",
+)
+#: A unit of the ``source-risk`` codebook is one new tuple: its columns from the tuple's.
+_TUPLE_UNIT = (
+    Unit,
+    {
+        "study_id": "study_id",
+        "observation_id": "observation_id",
+        "tuple_id": "id",
+        "digest": "digest",
+    },
+)
+
+
 def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[int, int, int]:
-    existing_units = bulk.ids_by(
-        Observation, "unit_digest", [u.digest for u in units], study_id=study.pk
+    # The first file of a study finds nothing: two cheap probes spare the look-ups.
+    existing_units = (
+        bulk.ids_by(Observation, "unit_digest", [u.digest for u in units], study_id=study.pk)
+        if Observation.objects.filter(study=study).exists()
+        else {}
     )
-    tuple_digests = [s["tuple_digest"] for u in units for s in u.observation.get("sources", ())]
-    existing_tuples = bulk.ids_by(Tuple, "digest", tuple_digests, study_id=study.pk)
+    existing_tuples = (
+        bulk.ids_by(
+            Tuple,
+            "digest",
+            [s["tuple_digest"] for u in units for s in u.observation.get("sources", ())],
+            study_id=study.pk,
+        )
+        if Tuple.objects.filter(study=study).exists()
+        else {}
+    )
     new_units = [unit for unit in units if unit.digest not in existing_units]
     if not new_units:
         return 0, 0, len(existing_tuples)
 
-    queries = [
-        archive.query_columns(archive.query_normal(u.observation["query"])) for u in new_units
-    ]
-    pipelines = [
-        archive.pipeline_columns(archive.pipeline_normal(u.observation["pipeline"]))
-        for u in new_units
-    ]
-    answers = [archive.answer_columns(u.answer) for u in new_units]
-    sources = [[archive.source_columns(s) for s in u.sources] for u in new_units]
-    query_ids = bulk.upsert(Query, _unique(queries), key="key")
-    pipeline_ids = bulk.upsert(Pipeline, _unique(pipelines), key="key")
-    answer_ids = bulk.upsert(AnswerSnapshot, _unique(answers), key="key")
-    source_ids = bulk.upsert(SourceSnapshot, _unique(r for rs in sources for r in rs), key="key")
+    # One pass over the new units: each archive row once per key (a file may repeat a
+    # query, a pipeline or a source), and each unit's keys in file order.
+    queries: dict[str, tuple] = {}
+    pipelines: dict[str, tuple] = {}
+    answers: dict[str, tuple] = {}
+    sources: dict[str, tuple] = {}
+    pipeline_keys: dict[str, str] = {}
+    planned = []
+    for unit in new_units:
+        observation = unit.observation
+        query = archive.query_row(archive.query_normal(observation["query"]))
+        queries.setdefault(query[0], query)
+        pipeline_normal = archive.pipeline_normal(observation["pipeline"])
+        if unit.pipeline_text:
+            key = pipeline_keys.get(unit.pipeline_text)
+            if key is None:
+                key = pipeline_keys[unit.pipeline_text] = text_digest(unit.pipeline_text)
+            pipeline = archive.pipeline_row(pipeline_normal, key=key)
+        else:
+            pipeline = archive.pipeline_row(pipeline_normal)
+        pipelines.setdefault(pipeline[0], pipeline)
+        answer = archive.answer_row(unit.answer, key=unit.answer_key or None)
+        answers.setdefault(answer[0], answer)
+        source_keys = []
+        for normal in unit.sources:
+            source = archive.source_row(normal)
+            sources.setdefault(source[0], source)
+            source_keys.append(source[0])
+        planned.append((unit, query[0], pipeline[0], answer[0], source_keys))
+    query_ids = bulk.upsert_rows(Query, archive.QUERY_COLUMNS, list(queries.values()), key="key")
+    pipeline_ids = bulk.upsert_rows(
+        Pipeline, archive.PIPELINE_COLUMNS, list(pipelines.values()), key="key"
+    )
+    answer_ids = bulk.upsert_rows(
+        AnswerSnapshot, archive.ANSWER_COLUMNS, list(answers.values()), key="key"
+    )
+    source_ids = bulk.upsert_rows(
+        SourceSnapshot, archive.SOURCE_COLUMNS, list(sources.values()), key="key"
+    )
+    del queries, pipelines, answers, sources
 
-    observation_ids = bulk.insert(
+    study_id = study.pk
+    observation_ids = bulk.insert_rows(
         Observation,
+        _OBSERVATION_COLUMNS,
         [
-            {
-                "study_id": study.pk,
-                "unit_digest": unit.digest,
-                "query_id": query_ids[query["key"]],
-                "pipeline_id": pipeline_ids[pipeline["key"]],
-                "answer_id": answer_ids[answer["key"]],
-                "batch_id": batch.pk,
-                "position": unit.position,
-            }
-            for unit, query, pipeline, answer in zip(
-                new_units, queries, pipelines, answers, strict=True
+            (
+                study_id,
+                unit.digest,
+                query_ids[query],
+                pipeline_ids[pipeline],
+                answer_ids[answer],
+                batch.pk,
+                unit.position,
             )
+            for unit, query, pipeline, answer, _ in planned
         ],
         returning="unit_digest",
-        study_id=study.pk,
+        study_id=study_id,
     )
 
     tuple_rows = []
     seen = set(existing_tuples)
-    for unit, query, pipeline, answer, source_rows in zip(
-        new_units, queries, pipelines, answers, sources, strict=True
-    ):
-        for index, (source, row) in enumerate(
-            zip(unit.observation.get("sources", ()), source_rows, strict=True)
+    for unit, query, pipeline, answer, source_keys in planned:
+        observation_id = observation_ids[unit.digest]
+        query_id = query_ids[query]
+        pipeline_id = pipeline_ids[pipeline]
+        answer_id = answer_ids[answer]
+        for index, (source, key) in enumerate(
+            zip(unit.observation.get("sources", ()), source_keys, strict=True)
         ):
             # The same tuple under another answer unit of this study is the same tuple.
-            if source["tuple_digest"] in seen:
+            digest = source["tuple_digest"]
+            if digest in seen:
                 continue
-            seen.add(source["tuple_digest"])
+            seen.add(digest)
             sampling = source.get("sampling") or {}
             tuple_rows.append(
-                {
-                    "study_id": study.pk,
-                    "observation_id": observation_ids[unit.digest],
-                    "digest": source["tuple_digest"],
-                    "query_id": query_ids[query["key"]],
-                    "pipeline_id": pipeline_ids[pipeline["key"]],
-                    "answer_id": answer_ids[answer["key"]],
-                    "source_id": source_ids[row["key"]],
-                    "position": index,
-                    "sampling_stratum": sampling.get("stratum"),
-                    "inclusion_probability": sampling.get("inclusion_probability"),
-                }
+                (
+                    study_id,
+                    observation_id,
+                    digest,
+                    query_id,
+                    pipeline_id,
+                    answer_id,
+                    source_ids[key],
+                    index,
+                    sampling.get("stratum"),
+                    sampling.get("inclusion_probability"),
+                )
             )
-    tuple_ids = bulk.insert(Tuple, tuple_rows, returning="digest", study_id=study.pk)
-    _create_units(study, new_units, observation_ids, tuple_rows, tuple_ids)
+    _create_units(study, new_units, observation_ids, tuple_rows)
     return len(new_units), len(tuple_rows), len(existing_tuples)
 
 
@@ -296,35 +405,21 @@ def _create_units(
     study: Study,
     new_units: Sequence[_Unit],
     observation_ids: dict[str, int],
-    tuple_rows: Sequence[dict[str, Any]],
-    tuple_ids: dict[str, int],
+    tuple_rows: Sequence[tuple],
 ) -> None:
-    """The units of annotation the study's codebook asks for: every new tuple
-    (``source-risk``), or every new complete answer (``answer-claims``; a failed attempt
-    has nothing to judge and no verdicts)."""
+    """Store the new tuples and the units of annotation the study's codebook asks for:
+    every new tuple (``source-risk``: inserted together with the tuples, without their
+    ids travelling back), or every new complete answer (``answer-claims``; a failed
+    attempt has nothing to judge and no verdicts)."""
     if study.codebook.unit == CodebookUnit.TUPLE:
-        rows = [
-            {
-                "study_id": study.pk,
-                "observation_id": row["observation_id"],
-                "tuple_id": tuple_ids[row["digest"]],
-                "digest": row["digest"],
-            }
-            for row in tuple_rows
-        ]
-    else:
-        rows = [
-            {
-                "study_id": study.pk,
-                "observation_id": observation_ids[unit.digest],
-                "digest": unit.digest,
-            }
-            for unit in new_units
-            if unit.answer["status"] == AnswerStatus.COMPLETE
-        ]
-    bulk.insert(Unit, rows, returning="digest", study_id=study.pk)
-
-
-def _unique(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per archive key (a file may repeat a query, a pipeline or a source)."""
-    return list({row["key"]: row for row in rows}.values())
+        bulk.insert_rows(Tuple, _TUPLE_COLUMNS, tuple_rows, returning=None, derived=_TUPLE_UNIT)
+        return
+    bulk.insert_rows(Tuple, _TUPLE_COLUMNS, tuple_rows, returning=None)
+    rows = [
+        (study.pk, observation_ids[unit.digest], unit.digest)
+        for unit in new_units
+        if unit.answer["status"] == AnswerStatus.COMPLETE
+    ]
+    bulk.insert_rows(
+        Unit, ("study_id", "observation_id", "digest"), rows, returning=None, study_id=study.pk
+    )

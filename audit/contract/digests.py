@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.contract.canonical import (
+    CanonicalError,
     canonical_digest,
     canonical_text_unchecked,
     encode_string,
@@ -97,6 +98,54 @@ def tuple_digest_unchecked(
     return sha256_hex(text.encode("utf-8"))
 
 
+def query_identity_text(query: Mapping[str, Any]) -> str:
+    """The canonical serialization of :func:`query_identity` for a query whose ``id``,
+    ``question_version`` and ``text`` are strings (keys in sorted order)."""
+    return (
+        '{"id":'
+        + encode_string(query["id"])
+        + ',"question_version":'
+        + encode_string(query["question_version"])
+        + ',"text":'
+        + encode_string(query["text"])
+        + "}"
+    )
+
+
+def pipeline_identity_text(pipeline: Mapping[str, Any]) -> str:
+    """The canonical serialization of :func:`pipeline_identity` for a pipeline whose
+    ``config`` has string keys only; raises :class:`CanonicalError` (NaN, infinity)."""
+    return canonical_text_unchecked({key: pipeline[key] for key in PIPELINE_IDENTITY_FIELDS})
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 of an assembled canonical text; an unpaired surrogate raises
+    :class:`CanonicalError` as :func:`canonical_digest` does."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CanonicalError(f"text is not valid Unicode: {exc.reason}") from exc
+    return sha256_hex(data)
+
+
+def tuple_digest_from_parts(
+    *, query_text: str, source_digest: str, answer_digest: str, pipeline_text: str
+) -> str:
+    """:func:`tuple_digest` from the identity texts of :func:`query_identity_text` and
+    :func:`pipeline_identity_text`, which an observation's tuples share (same bytes)."""
+    return text_digest(
+        '{"answer_digest":'
+        + encode_string(answer_digest)
+        + ',"pipeline":'
+        + pipeline_text
+        + ',"query":'
+        + query_text
+        + ',"source_digest":'
+        + encode_string(source_digest)
+        + "}"
+    )
+
+
 def unit_digest(
     *,
     query: Mapping[str, Any],
@@ -115,6 +164,34 @@ def unit_digest(
             "source_digests": list(source_digests),
             "pipeline": pipeline_identity(pipeline),
         }
+    )
+
+
+def answer_identity_text(answer: Mapping[str, Any]) -> str:
+    """The canonical serialization of :func:`answer_identity` for an answer whose object
+    keys are strings (a checked one): also the archive key's input (audit.archive)."""
+    return canonical_text_unchecked(answer_identity(answer))
+
+
+def unit_digest_from_parts(
+    *,
+    answer_text: str,
+    query_text: str,
+    source_digests: Iterable[str],
+    pipeline_text: str,
+) -> str:
+    """:func:`unit_digest` from the identity texts (:func:`answer_identity_text`,
+    :func:`query_identity_text`, :func:`pipeline_identity_text`); same bytes."""
+    return text_digest(
+        '{"answer":'
+        + answer_text
+        + ',"pipeline":'
+        + pipeline_text
+        + ',"query":'
+        + query_text
+        + ',"source_digests":['
+        + ",".join([encode_string(digest) for digest in source_digests])
+        + "]}"
     )
 
 
