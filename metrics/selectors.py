@@ -63,31 +63,33 @@ def sealed_partitions(study: Study) -> tuple[str, ...]:
 CHUNK = 50_000
 
 
-def _chunks(queryset: Any) -> Iterator[Sequence[tuple]]:
-    """The rows of a ``values_list`` queryset, a list at a time.
+def _chunks_orm(queryset: Any) -> Iterator[Sequence[tuple]]:
+    """The rows of a ``values_list`` queryset, a list at a time, by the ORM's iterator."""
+    rows = queryset.order_by().iterator(chunk_size=CHUNK)
+    while chunk := list(islice(rows, CHUNK)):
+        yield chunk
 
-    PostgreSQL: the queryset's SQL runs on a server-side cursor inside a transaction (so
-    the cursor is not ``WITH HOLD``, which would first copy the whole result), and each
-    ``fetchmany`` list is handed on as it is (after the field converters, if the columns
-    have any): no per-row work in Django's iterator. Elsewhere (SQLite,
-    the embedded default): the ORM's own iterator. Either way without the model's default
-    ordering, which would cost PostgreSQL a sort of every row.
-    """
-    queryset = queryset.order_by()
-    if connection.vendor != "postgresql":
-        rows = queryset.iterator(chunk_size=CHUNK)
-        while chunk := list(islice(rows, CHUNK)):
-            yield chunk
-        return
-    compiler = queryset.query.get_compiler(using=queryset.db)
+
+def _chunks_server(queryset: Any) -> Iterator[Sequence[tuple]]:
+    """The same rows on PostgreSQL, without Django's per-row iteration: the queryset's SQL
+    runs on a server-side cursor inside a transaction (so the cursor is not ``WITH HOLD``,
+    which would first copy the whole result) and each ``fetchmany`` list is handed on as it
+    is, after the field converters if the columns have any (JSON key transforms)."""
+    compiler = queryset.order_by().query.get_compiler(using=queryset.db)
     sql, params = compiler.as_sql()
-    # What Django's own iterator would apply (JSON decoding of key transforms): none for
-    # plain and text columns, so a tuple study's rows pass untouched.
     converters = compiler.get_converters([col for col, _, _ in compiler.select])
     with transaction.atomic(savepoint=False), connection.chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while chunk := cursor.fetchmany(CHUNK):
             yield list(compiler.apply_converters(chunk, converters)) if converters else chunk
+
+
+def _chunks(queryset: Any) -> Iterator[Sequence[tuple]]:
+    """Server-side on PostgreSQL, the ORM elsewhere (SQLite, the embedded default); both
+    without the model's default ordering, which would cost PostgreSQL a sort of every row."""
+    if connection.vendor == "postgresql":
+        return _chunks_server(queryset)
+    return _chunks_orm(queryset)
 
 
 def _independent_labels(study: Study, sealed: Sequence[str]) -> Any:
