@@ -215,6 +215,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_TASK_PUBLISH_RETRY = False
+# Job modules beyond the apps' "jobs" modules that autodiscovery finds.
+CELERY_IMPORTS = ("audit.release_jobs",)
 CELERY_BEAT_SCHEDULE = {
     "outcomes-sweep": {"task": "claimgate.outcomes_sweep", "schedule": 60.0},
 }
