@@ -1,7 +1,9 @@
 """Coder × unit matrices and claim alignment for the reliability report: pure, no Django.
 
-The selector (metrics.selectors) fetches each annotator's latest independent revision per
-unit into :class:`Head` values; everything here works on those plain values.
+The selector (metrics.selectors) fetches the independent label rows; :func:`heads_from_rows`
+keeps each annotator's latest revision per unit as columns (:class:`Heads`: NumPy arrays,
+no object per label), and each item's matrix is an array of category codes, which
+``reliability.summarize`` takes as it is (a numeric array, NaN for missing).
 
 Values are categories as strings ("0", "1", "true", "false", a source role); an
 unresolved judgment (JSON null) is :data:`U`. Each matrix exists in two treatments:
