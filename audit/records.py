@@ -65,14 +65,15 @@ def unit_content(*, unit: Unit) -> UnitContent:
     )
 
 
-def record_build(
+def record_body(
     *,
     study: Study,
     content: UnitContent,
     annotation: dict[str, Any],
     parents: list[str],
 ) -> dict[str, Any]:
-    """The full record (docs/formats.md) of ``annotation`` on a unit, sealed."""
+    """The full record (docs/formats.md) of ``annotation`` on a unit, without its digest.
+    (Releases serialize it once themselves and check the digest against the stored one.)"""
     record: dict[str, Any] = {
         "claimgate": "record",
         "format_version": 1,
@@ -90,4 +91,17 @@ def record_build(
     record["sampling"] = content.sampling
     record["annotation"] = annotation
     record["parents"] = parents
-    return seal_record(record)
+    return record
+
+
+def record_build(
+    *,
+    study: Study,
+    content: UnitContent,
+    annotation: dict[str, Any],
+    parents: list[str],
+) -> dict[str, Any]:
+    """The full record (docs/formats.md) of ``annotation`` on a unit, sealed."""
+    return seal_record(
+        record_body(study=study, content=content, annotation=annotation, parents=parents)
+    )

@@ -57,7 +57,7 @@ from audit.models import (
     UnitState,
 )
 from audit.outcome_selectors import partition_sealed
-from audit.records import UnitContent
+from audit.records import UnitContent, record_body
 
 logger = logging.getLogger("claimgate.releases")
 
@@ -648,33 +648,6 @@ def _write_chunk(
                 tables["outcomes"].write(outcome)
                 tally.outcomes += 1
         tally.final_units += has_final
-
-
-def record_body(
-    *, study: Study, content: UnitContent, annotation: dict[str, Any], parents: list[str]
-) -> dict[str, Any]:
-    """``audit.records.record_build`` without its sealing (which walks every key of the
-    record before serializing it: at a million records that walk alone takes minutes).
-    The same fields in the same way — tests hold the two equal, and every release record
-    is checked against its stored digest."""
-    record: dict[str, Any] = {
-        "claimgate": "record",
-        "format_version": 1,
-        "codebook": {"name": study.codebook.name, "version": study.codebook.version},
-        "query": content.query,
-        "pipeline": content.pipeline,
-        "answer": content.answer,
-    }
-    if content.codebook_unit == CodebookUnit.TUPLE:
-        record["source"] = content.source
-        record["tuple_digest"] = content.digest
-    else:
-        record["sources"] = content.sources
-        record["unit_digest"] = content.digest
-    record["sampling"] = content.sampling
-    record["annotation"] = annotation
-    record["parents"] = parents
-    return record
 
 
 def _record_line(

@@ -285,7 +285,7 @@ def test_a_bad_record_rejects_the_whole_file(labelled, releases_root):
 def test_the_release_record_body_is_record_build_without_the_seal(labelled, claims_labelled):
     from annotator.adjudication import label_record
     from annotator.selectors import unit_content
-    from audit.release_services import record_body
+    from audit.records import record_body
 
     for label in Label.objects.filter(study__in=[labelled.study, claims_labelled]):
         sealed = label_record(label=label)
