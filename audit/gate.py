@@ -57,6 +57,7 @@ class GateReport:
 
 def evaluate_gate(inputs: GateInputs) -> GateReport:
     i = inputs
+    labels_complete = i.units_total > 0 and i.units_fully_labelled == i.units_total
     stages = (
         StageStatus(
             "conformance",
@@ -95,10 +96,12 @@ def evaluate_gate(inputs: GateInputs) -> GateReport:
         ),
         StageStatus(
             "adjudicated",
-            i.units_total > 0 and i.units_disputed == 0,
+            labels_complete and i.units_disputed == 0,
             f"{i.units_disputed} disputed units wait for adjudication"
             if i.units_disputed
-            else f"no disagreement left ({i.units_adjudicated} adjudicated)",
+            else f"no disagreement left ({i.units_adjudicated} adjudicated)"
+            if labels_complete
+            else "disagreements are known only once every unit has its independent labels",
             {"disputed": i.units_disputed, "adjudicated": i.units_adjudicated},
         ),
         StageStatus(

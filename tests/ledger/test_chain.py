@@ -74,3 +74,24 @@ def test_renumbered_entries_are_found_as_reordered():
     _checked, problem = verify_chain(entries)
     assert problem is not None
     assert problem.seq == 2
+
+
+def test_no_stage_is_met_vacuously_before_the_labels_are_in():
+    from audit.gate import GateInputs, evaluate_gate
+
+    inputs = GateInputs(
+        checker_version="1.0.0",
+        conformance_passed=True,
+        records_total=0,
+        records_refused=0,
+        units_total=10,
+        units_fully_labelled=0,
+        overlap=2,
+        reliability_reported=False,
+        units_disputed=0,
+        units_adjudicated=0,
+        frozen=False,
+    )
+    stages = {stage.name: stage for stage in evaluate_gate(inputs).stages}
+    assert not stages["adjudicated"].met
+    assert "every unit" in stages["adjudicated"].why
