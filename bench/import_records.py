@@ -39,22 +39,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
 
-    import django
+    from bench._db import throwaway_database
 
-    django.setup()
-    from django.db import connection
-    from django.test.utils import setup_test_environment
+    with throwaway_database("claimgate_bench_import"):
+        from django.db import connection
 
-    from audit.contract import parse_observation_file
-    from audit.models import Study
-    from audit.selectors import codebook_registry
-    from audit.services import codebook_install_file, observations_import
+        from audit.contract import parse_observation_file
+        from audit.models import Study
+        from audit.selectors import codebook_registry
+        from audit.services import codebook_install_file, observations_import
 
-    setup_test_environment()
-    # Its own throw-away database, so that a test run on the same server is not disturbed.
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = "claimgate_bench_import"
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
         codebook, _ = codebook_install_file(
             path=ROOT / "fixtures" / "codebooks" / "source-risk-1.0.0.json"
         )
@@ -79,8 +73,6 @@ def main(argv: list[str] | None = None) -> int:
         second_s = time.perf_counter() - started
         assert again.tuples_created == 0
         vendor = connection.vendor
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
     rate = args.tuples / first_s
     lines = [

@@ -44,17 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
 
-    import django
+    from bench._db import throwaway_database
 
-    django.setup()
-    from django.db import connection
-    from django.test.utils import setup_test_environment
-
-    setup_test_environment()
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = "claimgate_bench_reliability"
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    with throwaway_database("claimgate_bench_reliability"):
         from django.contrib.auth import get_user_model
+        from django.db import connection
         from django.utils import timezone
 
         from annotator.models import Membership, Role
@@ -152,8 +146,6 @@ def main(argv: list[str] | None = None) -> int:
         digest_s = time.perf_counter() - started
         n_boot = bootstrap_resamples()
         size = len(json.dumps(report.report))
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
     verdict = "meets" if total_s < TARGET_S else "MISSES"
     lines = [
