@@ -80,6 +80,22 @@ def canonical_text_unchecked(value: Any) -> str:
         raise CanonicalError(str(exc)) from exc
 
 
+def canonical_chunks_unchecked(value: Any) -> list[str] | tuple[str, ...]:
+    """:func:`canonical_text_unchecked` as pieces whose concatenation is that text.
+
+    For assembling a larger canonical text (one object whose keys are written out in
+    sorted order) without joining each value's serialization first. Same errors.
+    """
+    try:
+        if _C_ENCODER is not None:
+            return _C_ENCODER(value, 0)
+        return (_ENCODER.encode(value),)
+    except ValueError as exc:  # NaN or infinity
+        raise CanonicalError(str(exc)) from exc
+    except TypeError as exc:
+        raise CanonicalError(str(exc)) from exc
+
+
 def canonical_json_unchecked(value: Any) -> bytes:
     """:func:`canonical_json` without the walk that checks object keys.
 

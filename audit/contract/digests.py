@@ -69,15 +69,17 @@ def tuple_digest_unchecked(
     source_digest: str,
     answer_digest: str,
     pipeline: Mapping[str, Any],
+    pipeline_text: str | None = None,
 ) -> str:
     """:func:`tuple_digest` for already validated values, assembled from pieces.
 
     Same bytes as :func:`tuple_digest` (the tests hold the two equal), but without building
     the intermediate objects or walking their keys: the checker computes one per record.
     Requires string ``id``, ``question_version`` and ``text`` and a pipeline whose
-    ``config`` has string keys only.
+    ``config`` has string keys only. ``pipeline_text``, when given, is
+    :func:`pipeline_identity_text` of ``pipeline``, already computed by the caller.
     """
-    identity = canonical_text_unchecked({key: pipeline[key] for key in PIPELINE_IDENTITY_FIELDS})
+    identity = pipeline_identity_text(pipeline) if pipeline_text is None else pipeline_text
     # Keys in sorted order: answer_digest, pipeline, query (id, question_version, text),
     # source_digest.
     text = (

@@ -23,12 +23,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from hashlib import sha256
+from json.encoder import encode_basestring
 from typing import Any
 
 from audit.contract import codes
-from audit.contract.canonical import CanonicalError, canonical_json_unchecked
+from audit.contract.canonical import (
+    CanonicalError,
+    canonical_chunks_unchecked,
+    canonical_json_unchecked,
+)
 from audit.contract.codebook import Codebook
-from audit.contract.digests import tuple_digest_unchecked, unit_digest
+from audit.contract.digests import (
+    pipeline_identity_text,
+    text_digest,
+    tuple_digest_unchecked,
+    unit_digest,
+)
 from audit.contract.endpoint import (
     policy_action,
     resolve_complete_case,
@@ -253,12 +263,16 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
     if is_tuple:
         source = obj["source"]
         snapshot_matches(source, "source", codes.SOURCE_DIGEST_MISMATCH)
+        # The pipeline's canonical text is its identity text (its fields are exactly name,
+        # version and config), so the record digest below reuses it.
+        pipeline_text = _digest_or_invalid(lambda: pipeline_identity_text(pipeline))
         expected = _digest_or_invalid(
             lambda: tuple_digest_unchecked(
                 query=query,
                 source_digest=source["digest"],
                 answer_digest=answer["digest"],
                 pipeline=pipeline,
+                pipeline_text=pipeline_text,
             )
         )
         if obj["tuple_digest"] != expected:
@@ -286,11 +300,14 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
                 f"query, answer snapshot, its sources in order and pipeline ({expected[:12]}...)",
             )
         identity.unit_digest = expected
-    body = dict(obj)
-    del body["record_digest"]
     # Every object key was checked above or is checked against a fixed set later (a
     # non-string key can only fail those checks), so the key walk can be skipped here.
-    expected = _digest_or_invalid(lambda: sha256(canonical_json_unchecked(body)).hexdigest())
+    if is_tuple:
+        expected = _digest_or_invalid(lambda: text_digest(_tuple_record_text(obj, pipeline_text)))
+    else:
+        body = dict(obj)
+        del body["record_digest"]
+        expected = _digest_or_invalid(lambda: sha256(canonical_json_unchecked(body)).hexdigest())
     if obj["record_digest"] != expected:
         raise ContractError(
             codes.RECORD_DIGEST_MISMATCH,
@@ -299,6 +316,48 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
         )
     identity.record_digest = expected
     return identity
+
+
+def _tuple_record_text(obj: dict[str, Any], pipeline_text: str) -> str:
+    """The canonical text of a tuple record minus ``record_digest``, for a record whose
+    stage-1 fields passed: the same text as ``canonical_json_unchecked`` of that copy.
+
+    The top-level keys are written out in sorted order; the fields stage 1 fixed (the
+    envelope, ``codebook``, ``parents``, ``tuple_digest``) are written by hand, the
+    pipeline reuses its identity text, and every other value goes through the canonical
+    encoder, in key order, so the first value that cannot be serialized raises the same
+    error as the whole-record serialization would.
+    """
+    reference = obj["codebook"]
+    # encode_basestring is what canonical.encode_string and the canonical encoder use.
+    parts = ['{"annotation":']
+    parts += canonical_chunks_unchecked(obj["annotation"])
+    parts.append(',"answer":')
+    parts += canonical_chunks_unchecked(obj["answer"])
+    # claimgate is "record" and format_version the integer 1 (checked first); the codebook
+    # reference is exactly {name, version}, two strings; parents are 64 lowercase hex
+    # digits each, which need no escaping.
+    parts.append(',"claimgate":"record","codebook":{"name":')
+    parts.append(encode_basestring(reference["name"]))
+    parts.append(',"version":')
+    parts.append(encode_basestring(reference["version"]))
+    parts.append('},"format_version":1,"parents":[')
+    parents = obj["parents"]
+    if parents:
+        parts.append('"' + '","'.join(parents) + '"')
+    parts.append('],"pipeline":')
+    parts.append(pipeline_text)
+    parts.append(',"query":')
+    parts += canonical_chunks_unchecked(obj["query"])
+    if "sampling" in obj:
+        parts.append(',"sampling":')
+        parts += canonical_chunks_unchecked(obj["sampling"])
+    parts.append(',"source":')
+    parts += canonical_chunks_unchecked(obj["source"])
+    parts.append(',"tuple_digest":')
+    parts.append(encode_basestring(obj["tuple_digest"]))
+    parts.append("}")
+    return "".join(parts)
 
 
 def _digest_or_invalid(compute: Any) -> str:
@@ -335,6 +394,28 @@ def _annotation_common(annotation: dict[str, Any], codebook: Codebook) -> None:
 
 
 def _tuple_annotation_fields(annotation: Any, codebook: Codebook) -> None:
+    # Fast path for an annotation with every field, all of them well-typed and no assisted
+    # model: the checks below in one expression; otherwise they run in order.
+    if type(annotation) is dict and annotation.keys() == _TUPLE_ANNOTATION_SET:
+        kind = annotation["kind"]
+        annotator = annotation["annotator"]
+        rationale = annotation["rationale"]
+        role = annotation["source_role"]
+        if (
+            type(kind) is str
+            and kind in ANNOTATION_KINDS
+            and type(annotator) is str
+            and annotator
+            and (rationale is None or type(rationale) is str)
+            and annotation["assisted"] is None
+            and type(role) is str
+            and role
+            and (not codebook.source_roles or role in codebook.source_roles)
+            and type(annotation["predicates"]) is dict
+            and type(annotation["spans"]) is dict
+            and type(annotation["evidence"]) is dict
+        ):
+            return
     fields(
         annotation,
         "annotation",
@@ -559,7 +640,23 @@ def _spans(spans: dict[str, Any], values: Mapping[str, Any], texts: Mapping[str,
                     f"annotation.spans.{key} must be a list of spans, not {type_name(listed)}",
                 )
             for index, span in enumerate(listed):
-                check_span(span, _SPAN_PATHS[key], texts, index)
+                # check_span's test, inlined: a record has a span or more per judgment.
+                if type(span) is dict and span.keys() == _SPAN_SET:
+                    snapshot = span["snapshot"]
+                    start = span["start"]
+                    end = span["end"]
+                    quote = span["quote"]
+                    if (
+                        type(snapshot) is str
+                        and snapshot in texts
+                        and type(start) is int
+                        and type(end) is int
+                        and type(quote) is str
+                    ):
+                        text = texts[snapshot]
+                        if 0 <= start < end <= len(text) and text[start:end] == quote:
+                            continue
+                _refuse_span(span, f"{_SPAN_PATHS[key]}[{index}]", texts)
         if not listed and values[key] is not None:
             raise ContractError(
                 codes.SPAN_MISSING,
@@ -574,20 +671,35 @@ def _spans(spans: dict[str, Any], values: Mapping[str, Any], texts: Mapping[str,
 def _audit_tuple(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
     annotation = obj["annotation"]
     predicates = annotation["predicates"]
-    for key in PREDICATE_KEYS:
-        if key not in predicates:
-            raise ContractError(
-                codes.PREDICATE_MISSING,
-                f"annotation.predicates.{key} is missing; write an unresolved judgment as null",
-            )
-        _judgment(predicates[key], f"annotation.predicates.{key}")
-    if predicates.keys() != _PREDICATE_SET:
-        extra = sorted(str(key) for key in predicates if key not in _PREDICATE_SET)
-        raise ContractError(
-            codes.UNKNOWN_FIELD,
-            f"annotation.predicates.{extra[0]} is not a predicate; the predicates are "
-            f"exactly I, A, M, D",
+    if predicates.keys() == _PREDICATE_SET:
+        i = predicates["I"]
+        a = predicates["A"]
+        m = predicates["M"]
+        d = predicates["D"]
+        # Each is 0, 1 or null (the checks below, which raise, run only when one is not).
+        judged = (
+            (i is None or (type(i) is int and 0 <= i <= 1))
+            and (a is None or (type(a) is int and 0 <= a <= 1))
+            and (m is None or (type(m) is int and 0 <= m <= 1))
+            and (d is None or (type(d) is int and 0 <= d <= 1))
         )
+    else:
+        judged = False
+    if not judged:
+        for key in PREDICATE_KEYS:
+            if key not in predicates:
+                raise ContractError(
+                    codes.PREDICATE_MISSING,
+                    f"annotation.predicates.{key} is missing; write an unresolved judgment as null",
+                )
+            _judgment(predicates[key], f"annotation.predicates.{key}")
+        if predicates.keys() != _PREDICATE_SET:
+            extra = sorted(str(key) for key in predicates if key not in _PREDICATE_SET)
+            raise ContractError(
+                codes.UNKNOWN_FIELD,
+                f"annotation.predicates.{extra[0]} is not a predicate; the predicates are "
+                f"exactly I, A, M, D",
+            )
     if PASSAGE_SUPPORT not in annotation:
         raise ContractError(
             codes.PREDICATE_MISSING,
