@@ -217,6 +217,21 @@ def csv_cell(value: Any, kind: str = "string") -> str:
     return _cell_text(value, kind)
 
 
+def _json_text(value: Any) -> str:
+    """``canonical_text_unchecked(value)``, with the scalars of a table cell written
+    directly (the same text the encoder gives them, without a call into it)."""
+    kind = type(value)
+    if kind is str:
+        return encode_string(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    return canonical_text_unchecked(value)
+
+
 class JsonlWriter:
     def __init__(self, stream: IO[bytes], table: Table) -> None:
         self.stream = stream
@@ -325,6 +340,8 @@ class TableFiles:
     def __init__(self, directory: Path, table: Table) -> None:
         self.table = table
         self.sorted_names = sorted(table.names)
+        #: ``"name":`` of each column, in the JSONL line's (sorted) key order.
+        self._keys = [(name, encode_string(name) + ":") for name in self.sorted_names]
         self.rows = 0
         self.streams: list[IO[bytes]] = []
         self.writers: list[Any] = []
@@ -337,13 +354,11 @@ class TableFiles:
         """Each value is serialized once: its canonical JSON text makes the JSONL line
         (keys in sorted order, so the line is the row's canonical JSON) and is the CSV and
         Parquet cell of a nested column. Rows hold JSON values (parsed JSON, string keys)."""
-        texts = {name: canonical_text_unchecked(row[name]) for name in self.table.names}
+        texts = {name: _json_text(row[name]) for name in self.table.names}
         self.streams[0].write(
-            (
-                "{"
-                + ",".join(f"{encode_string(name)}:{texts[name]}" for name in self.sorted_names)
-                + "}\n"
-            ).encode("utf-8")
+            ("{" + ",".join([key + texts[name] for name, key in self._keys]) + "}\n").encode(
+                "utf-8"
+            )
         )
         self.writers[1].write_texts(row, texts)
         self.writers[2].write_texts(row, texts)

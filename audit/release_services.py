@@ -272,9 +272,15 @@ UNIT_VALUES = (
 )
 
 
+_KEYS: dict[tuple[str, Sequence[str]], tuple[tuple[str, str], ...]] = {}
+
+
 def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
     """An archive row as the mapping functions of audit.archive read it (attributes)."""
-    return SimpleNamespace(**{name: values[prefix + name] for name in names})
+    keys = _KEYS.get((prefix, names))
+    if keys is None:
+        keys = _KEYS[prefix, names] = tuple((name, prefix + name) for name in names)
+    return SimpleNamespace(**{name: values[key] for name, key in keys})
 
 
 def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
