@@ -323,17 +323,21 @@ def _tuple_record_text(obj: dict[str, Any], pipeline_text: str) -> str:
     stage-1 fields passed: the same text as ``canonical_json_unchecked`` of that copy.
 
     The top-level keys are written out in sorted order; the fields stage 1 fixed (the
-    envelope, ``codebook``, ``parents``, ``tuple_digest``) are written by hand, the
-    pipeline reuses its identity text, and every other value goes through the canonical
-    encoder, in key order, so the first value that cannot be serialized raises the same
-    error as the whole-record serialization would.
+    envelope, ``codebook``, ``parents``, ``tuple_digest``, the query, answer and source)
+    are written by hand, the pipeline reuses its identity text, and the annotation and
+    sampling go through the canonical encoder, in key order, so the first value that
+    cannot be serialized raises the same error as the whole-record serialization would.
     """
     reference = obj["codebook"]
     # encode_basestring is what canonical.encode_string and the canonical encoder use.
     parts = ['{"annotation":']
     parts += canonical_chunks_unchecked(obj["annotation"])
     parts.append(',"answer":')
-    parts += canonical_chunks_unchecked(obj["answer"])
+    answer = obj["answer"]
+    if type(answer["status"]) is str:
+        parts.append(_answer_text(answer))
+    else:  # equal to "complete" or "failed" but not a str: the encoder refuses it
+        parts += canonical_chunks_unchecked(answer)
     # claimgate is "record" and format_version the integer 1 (checked first); the codebook
     # reference is exactly {name, version}, two strings; parents are 64 lowercase hex
     # digits each, which need no escaping.
@@ -348,16 +352,90 @@ def _tuple_record_text(obj: dict[str, Any], pipeline_text: str) -> str:
     parts.append('],"pipeline":')
     parts.append(pipeline_text)
     parts.append(',"query":')
-    parts += canonical_chunks_unchecked(obj["query"])
+    parts.append(_query_text(obj["query"]))
     if "sampling" in obj:
         parts.append(',"sampling":')
         parts += canonical_chunks_unchecked(obj["sampling"])
     parts.append(',"source":')
-    parts += canonical_chunks_unchecked(obj["source"])
+    parts.append(_source_text(obj["source"]))
     parts.append(',"tuple_digest":')
     parts.append(encode_basestring(obj["tuple_digest"]))
     parts.append("}")
     return "".join(parts)
+
+
+# The canonical texts of a query, an answer and a source that passed check_query,
+# check_answer and check_source: every field has a known type (strings, null, booleans,
+# an integer rank), so each is written out with its keys in sorted order, in the forms
+# the canonical encoder gives them (encode_basestring is its string encoder).
+
+
+def _optional(value: str | None) -> str:
+    return "null" if value is None else encode_basestring(value)
+
+
+def _flag(value: bool | None) -> str:
+    return "null" if value is None else "true" if value else "false"
+
+
+def _query_text(query: dict[str, Any]) -> str:
+    target = query["target"]
+    return (
+        f'{{"domain":{encode_basestring(query["domain"])},'
+        f'"id":{encode_basestring(query["id"])},'
+        f'"locale":{encode_basestring(query["locale"])},'
+        f'"question_type":{encode_basestring(query["question_type"])},'
+        f'"question_version":{encode_basestring(query["question_version"])},'
+        f'"reference_time":{encode_basestring(query["reference_time"])},'
+        f'"target":{{"family":{encode_basestring(target["family"])},'
+        f'"name":{encode_basestring(target["name"])}}},'
+        f'"template_id":{encode_basestring(query["template_id"])},'
+        f'"text":{encode_basestring(query["text"])}}}'
+    )
+
+
+def _answer_text(answer: dict[str, Any]) -> str:
+    conditions = answer["conditions"]
+    citations = ",".join(
+        [
+            f'{{"kind":{encode_basestring(citation["kind"])},'
+            f'"url":{encode_basestring(citation["url"])}}}'
+            for citation in answer["citations"]
+        ]
+    )
+    return (
+        f'{{"citations":[{citations}],'
+        f'"collected_at":{encode_basestring(answer["collected_at"])},'
+        f'"conditions":{{"language":{_optional(conditions["language"])},'
+        f'"login":{_flag(conditions["login"])},'
+        f'"personalization":{_flag(conditions["personalization"])},'
+        f'"region":{_optional(conditions["region"])}}},'
+        f'"digest":{encode_basestring(answer["digest"])},'
+        f'"failure":{_optional(answer["failure"])},'
+        f'"mode":{encode_basestring(answer["mode"])},'
+        f'"model":{_optional(answer["model"])},'
+        f'"raw_path":{_optional(answer["raw_path"])},'
+        f'"service":{encode_basestring(answer["service"])},'
+        f'"status":{encode_basestring(answer["status"])},'
+        f'"text":{encode_basestring(answer["text"])},'
+        f'"web_search":{"true" if answer["web_search"] else "false"}}}'
+    )
+
+
+def _source_text(source: dict[str, Any]) -> str:
+    rank = source["rank"]
+    try:
+        rank_text = "null" if rank is None else repr(rank)
+    except ValueError as exc:  # too many digits to convert, as the encoder would say
+        raise CanonicalError(str(exc)) from exc
+    return (
+        f'{{"canonical_url":{encode_basestring(source["canonical_url"])},'
+        f'"collected_at":{encode_basestring(source["collected_at"])},'
+        f'"digest":{encode_basestring(source["digest"])},'
+        f'"original_url":{encode_basestring(source["original_url"])},'
+        f'"rank":{rank_text},'
+        f'"text":{encode_basestring(source["text"])}}}'
+    )
 
 
 def _digest_or_invalid(compute: Any) -> str:

@@ -215,8 +215,44 @@ def test_tuple_record_text_is_the_canonical_body(data):
     record = make_record()
     draw = data.draw
     for _ in range(draw(st.integers(min_value=0, max_value=3))):
-        where = draw(st.sampled_from(["annotation", "answer", "query", "source"]))
-        record[where] = mutate(record[where], draw, ("spans", "evidence", "conditions", "target"))
+        record["annotation"] = mutate(record["annotation"], draw, ("spans", "evidence"))
+    # The query, answer and source have passed their checks when the text is assembled:
+    # vary them within what the checks accept.
+    texts = st.text(min_size=1) | st.sampled_from(["e\u0301\U0001f600", "\ud800", '"\\\u2028'])
+    optional_texts = st.none() | texts
+    flags = st.none() | st.booleans()
+    for key in ("id", "text", "question_version", "template_id", "domain", "locale"):
+        record["query"][key] = draw(texts)
+    for key in ("name", "family"):
+        record["query"]["target"][key] = draw(texts)
+    answer_ = record["answer"]
+    for key in ("service", "mode", "digest", "text", "collected_at"):
+        answer_[key] = draw(texts)
+    for key in ("model", "raw_path", "failure"):
+        answer_[key] = draw(optional_texts)
+    answer_["status"] = draw(st.sampled_from(["complete", "failed"]))
+    answer_["web_search"] = draw(st.booleans())
+    conditions = answer_["conditions"]
+    conditions["region"] = draw(optional_texts)
+    conditions["language"] = draw(optional_texts)
+    conditions["login"] = draw(flags)
+    conditions["personalization"] = draw(flags)
+    answer_["citations"] = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {"url": texts, "kind": st.sampled_from(["source_citation", "name_mention"])}
+            ),
+            max_size=3,
+        )
+    )
+    for key in ("original_url", "canonical_url", "text", "digest", "collected_at"):
+        record["source"][key] = draw(texts)
+    record["source"]["rank"] = draw(st.none() | st.integers(min_value=1))
+    for where in ("query", "answer", "source", "conditions", "target"):
+        container = record["answer"] if where == "conditions" else record
+        container = record["query"] if where == "target" else container
+        if draw(st.booleans()):  # insertion order must not matter
+            container[where] = dict(reversed(list(container[where].items())))
     if draw(st.booleans()):
         record["sampling"] = draw(json_values)
     if draw(st.booleans()):
