@@ -449,6 +449,11 @@ def _digest_or_invalid(compute: Any) -> str:
         raise ContractError(
             codes.INVALID_FIELD, f"the record cannot be serialized canonically: {exc}"
         ) from None
+    except UnicodeEncodeError as exc:  # an unpaired surrogate, e.g. from "\ud800" in JSON
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"the record cannot be serialized canonically: text is not valid Unicode: {exc.reason}",
+        ) from None
 
 
 def _annotation_common(annotation: dict[str, Any], codebook: Codebook) -> None:

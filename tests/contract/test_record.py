@@ -599,3 +599,12 @@ def test_checker_does_not_modify_its_input():
     before = copy.deepcopy(record)
     check_record(record, CODEBOOKS)
     assert record == before
+
+
+def test_an_unpaired_surrogate_anywhere_is_refused_not_a_crash():
+    for path in (("query", "text"), ("annotation", "rationale"), ("pipeline", "name")):
+        record = make_record()
+        record[path[0]][path[1]] = "a\ud800"
+        result = check_record(record, CODEBOOKS)
+        assert not result.ok
+        assert result.reason == codes.INVALID_FIELD, path
