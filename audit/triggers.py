@@ -93,7 +93,7 @@ class Immutable:
                     f"FOR EACH ROW {when}BEGIN SELECT RAISE(ABORT, '{message}'); END"
                 )
             else:  # pragma: no cover - only the two supported backends
-                raise NotImplementedError(f"no immutability triggers for {vendor}")
+                raise ValueError(f"Claimgate supports PostgreSQL and SQLite, not {vendor}")
         return statements
 
     def drop_sql(self, vendor: str) -> list[str]:

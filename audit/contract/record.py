@@ -642,22 +642,29 @@ def check_span(span: Any, path: str, texts: Mapping[str, str], index: int | None
     ``path`` (with ``[index]`` appended when given) names the span in error messages; it
     is only formatted when the span is refused.
     """
-    if type(span) is dict and span.keys() == _SPAN_SET:
-        snapshot = span["snapshot"]
-        start = span["start"]
-        end = span["end"]
-        quote = span["quote"]
-        if (
-            type(snapshot) is str
-            and snapshot in texts
-            and type(start) is int
-            and type(end) is int
-            and type(quote) is str
-        ):
-            text = texts[snapshot]
-            if 0 <= start < end <= len(text) and text[start:end] == quote:
-                return
-    _refuse_span(span, path if index is None else f"{path}[{index}]", texts)
+    if not _span_ok(span, texts):
+        _refuse_span(span, path if index is None else f"{path}[{index}]", texts)
+
+
+def _span_ok(span: Any, texts: Mapping[str, str]) -> bool:
+    """The whole span test in one expression (the hot path); ``_refuse_span`` finds the
+    first failing rule, in order, only for a span this refuses."""
+    if type(span) is not dict or span.keys() != _SPAN_SET:
+        return False
+    snapshot = span["snapshot"]
+    start = span["start"]
+    end = span["end"]
+    quote = span["quote"]
+    if not (
+        type(snapshot) is str
+        and snapshot in texts
+        and type(start) is int
+        and type(end) is int
+        and type(quote) is str
+    ):
+        return False
+    text = texts[snapshot]
+    return 0 <= start < end <= len(text) and text[start:end] == quote
 
 
 def _refuse_span(span: Any, path: str, texts: Mapping[str, str]) -> None:
@@ -723,23 +730,8 @@ def _spans(spans: dict[str, Any], values: Mapping[str, Any], texts: Mapping[str,
                     f"annotation.spans.{key} must be a list of spans, not {type_name(listed)}",
                 )
             for index, span in enumerate(listed):
-                # check_span's test, inlined: a record has a span or more per judgment.
-                if type(span) is dict and span.keys() == _SPAN_SET:
-                    snapshot = span["snapshot"]
-                    start = span["start"]
-                    end = span["end"]
-                    quote = span["quote"]
-                    if (
-                        type(snapshot) is str
-                        and snapshot in texts
-                        and type(start) is int
-                        and type(end) is int
-                        and type(quote) is str
-                    ):
-                        text = texts[snapshot]
-                        if 0 <= start < end <= len(text) and text[start:end] == quote:
-                            continue
-                _refuse_span(span, f"{_SPAN_PATHS[key]}[{index}]", texts)
+                if not _span_ok(span, texts):
+                    _refuse_span(span, f"{_SPAN_PATHS[key]}[{index}]", texts)
         if not listed and values[key] is not None:
             raise ContractError(
                 codes.SPAN_MISSING,
