@@ -15,8 +15,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from annotator.models import Assignment, Label, LabelKind, Membership, Role
-from audit.models import CodebookUnit, Study, Unit
+from annotator.labelling.models import Assignment, Label, LabelKind
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import CodebookUnit, Study, Unit
 
 logger = logging.getLogger("claimgate.access")
 

@@ -1,32 +1,7 @@
-from __future__ import annotations
+"""The ``annotator`` app's admin, for Django's admin autodiscovery: each capability
+registers its own models in its ``admin.py``."""
 
-from django.contrib import admin
+from annotator.labelling import admin as labelling_admin
+from annotator.memberships import admin as memberships_admin
 
-from annotator.models import Assignment, Label, Membership
-from audit.admin import ReadOnlyAdmin
-
-
-@admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
-    list_display = ("study", "user", "role", "pseudonym", "created_at")
-    list_filter = ("role", "study")
-    search_fields = ("user__username", "pseudonym")
-    readonly_fields = ("pseudonym",)
-    list_select_related = ("study", "user")
-
-
-@admin.register(Assignment)
-class AssignmentAdmin(ReadOnlyAdmin):
-    list_display = ("id", "study", "unit", "annotator", "assigned_at", "submitted_at")
-    list_filter = ("study",)
-    list_select_related = ("study", "unit", "annotator")
-
-
-@admin.register(Label)
-class LabelAdmin(ReadOnlyAdmin):
-    """Labels are append-only in the database too: the admin only shows them."""
-
-    list_display = ("record_digest", "study", "kind", "revision", "annotator", "created_at")
-    list_filter = ("study", "kind")
-    search_fields = ("=record_digest",)
-    list_select_related = ("study", "annotator")
+__all__ = ["labelling_admin", "memberships_admin"]

@@ -17,8 +17,8 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
-from annotator.models import Assignment
-from audit.models import Study
+from annotator.labelling.models import Assignment
+from audit.archive.models import Study
 
 UNKNOWN_QUERY_PARAMETER = "unknown_query_parameter"
 

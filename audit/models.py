@@ -1,451 +1,55 @@
-"""The archive: what was observed, stored once and never edited.
+"""The ``audit`` app's models, for Django's app registry only.
 
-Every archive row carries ``key``, the canonical digest of the whole stored object, which
-makes imports idempotent. Snapshots also carry ``digest``, DESIGN's snapshot digest (the
-SHA-256 of the text alone); it is indexed but not unique, because two observations can
-share a text (every failed answer with an empty body does) and must stay two snapshots.
-Database triggers (migration 0002) refuse UPDATE on snapshots, queries and pipelines, and
-on a codebook that a study uses.
+Each capability keeps its models in its own ``models.py`` (app label ``audit`` and table
+names unchanged); code imports them from there, never from here (import-linter contract).
 """
 
-from __future__ import annotations
-
-from django.conf import settings
-from django.db import models
-from django.db.models import Q
-
-DIGEST_LENGTH = 64
-
-
-class QuestionType(models.TextChoices):
-    NATURAL_DISCOVERY = "natural_discovery", "Natural discovery"
-    SPECIFIED_SOURCE = "specified_source", "Specified source"
-    SPECIFIC_DOCUMENT = "specific_document", "Specific document"
-
-
-class AnswerStatus(models.TextChoices):
-    COMPLETE = "complete", "Complete"
-    FAILED = "failed", "Failed"
-
-
-class CodebookUnit(models.TextChoices):
-    TUPLE = "tuple", "Tuple (query, source, answer)"
-    ANSWER = "answer", "Answer with all of its sources"
-
-
-class Codebook(models.Model):
-    name = models.CharField(max_length=100)
-    version = models.CharField(max_length=50)
-    unit = models.CharField(max_length=10, choices=CodebookUnit.choices)
-    title = models.CharField(max_length=200)
-    definition = models.JSONField(help_text="The codebook file's JSON value, as loaded.")
-    digest = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name", "version"]
-        constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="codebook_name_version"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} {self.version}"
-
-
-class Study(models.Model):
-    slug = models.SlugField(max_length=80, unique=True)
-    title = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
-    codebook = models.ForeignKey(Codebook, on_delete=models.PROTECT, related_name="studies")
-    overlap = models.PositiveSmallIntegerField(
-        default=2, help_text="How many distinct annotators label each unit (k)."
-    )
-    previous_version = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_versions"
-    )
-    thresholds = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text="Operating thresholds (e.g. the review priority cut-off); frozen with the study.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["slug"]
-        verbose_name_plural = "studies"
-        constraints = [
-            models.CheckConstraint(condition=Q(overlap__gte=1), name="study_overlap_positive"),
-        ]
-
-    def __str__(self) -> str:
-        return self.slug
-
-
-class Query(models.Model):
-    key = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    query_id = models.CharField(max_length=200, db_index=True)
-    text = models.TextField()
-    question_type = models.CharField(max_length=30, choices=QuestionType.choices)
-    question_version = models.CharField(max_length=50)
-    reference_time = models.CharField(
-        max_length=40, help_text="ISO 8601 date or date-time the question is asked about."
-    )
-    target_name = models.CharField(max_length=300)
-    target_family = models.CharField(max_length=200, db_index=True)
-    template_id = models.CharField(max_length=200, null=True, blank=True, db_index=True)
-    domain = models.CharField(max_length=200, db_index=True)
-    locale = models.CharField(max_length=35)
-
-    class Meta:
-        verbose_name_plural = "queries"
-
-    def __str__(self) -> str:
-        return f"{self.query_id} v{self.question_version}"
-
-
-class Pipeline(models.Model):
-    key = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    name = models.CharField(max_length=200)
-    version = models.CharField(max_length=100)
-    config = models.JSONField()
-
-    def __str__(self) -> str:
-        return f"{self.name} {self.version}"
-
-
-class AnswerSnapshot(models.Model):
-    key = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    digest = models.CharField(max_length=DIGEST_LENGTH, db_index=True)
-    service = models.CharField(max_length=200)
-    mode = models.CharField(max_length=200)
-    model = models.CharField(
-        max_length=200, null=True, blank=True, help_text="Null when the service does not say."
-    )
-    web_search = models.BooleanField(null=True)
-    region = models.CharField(max_length=100, null=True, blank=True)
-    language = models.CharField(max_length=35, null=True, blank=True)
-    login = models.BooleanField(null=True)
-    personalization = models.BooleanField(null=True)
-    collected_at = models.DateTimeField()
-    status = models.CharField(max_length=10, choices=AnswerStatus.choices)
-    failure = models.TextField(null=True, blank=True)
-    text = models.TextField(blank=True)
-    citations = models.JSONField(default=list)
-    raw_path = models.TextField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=(Q(status="complete", failure__isnull=True))
-                | (Q(status="failed") & Q(failure__isnull=False) & ~Q(failure="")),
-                name="answer_failure_iff_failed",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.service}/{self.mode} {self.digest[:12]}"
-
-
-class SourceSnapshot(models.Model):
-    key = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    digest = models.CharField(max_length=DIGEST_LENGTH, db_index=True)
-    original_url = models.TextField()
-    canonical_url = models.TextField()
-    rank = models.PositiveIntegerField(null=True, blank=True)
-    collected_at = models.DateTimeField()
-    text = models.TextField()
-
-    def __str__(self) -> str:
-        return f"{self.canonical_url} {self.digest[:12]}"
-
-
-class ImportStatus(models.TextChoices):
-    IMPORTED = "imported", "Imported"
-    UNCHANGED = "unchanged", "Already imported: nothing changed"
-    REJECTED = "rejected", "Rejected: nothing imported"
-
-
-class ImportBatch(models.Model):
-    """One import attempt of one file, kept whether it was imported or rejected."""
-
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imports")
-    file_name = models.CharField(max_length=255)
-    file_sha256 = models.CharField(max_length=DIGEST_LENGTH)
-    file_bytes = models.PositiveBigIntegerField()
-    status = models.CharField(max_length=10, choices=ImportStatus.choices)
-    lines = models.PositiveIntegerField(default=0)
-    observations_created = models.PositiveIntegerField(default=0)
-    tuples_created = models.PositiveIntegerField(default=0)
-    tuples_existing = models.PositiveIntegerField(default=0)
-    error_count = models.PositiveIntegerField(default=0)
-    errors = models.JSONField(default=list, help_text="[{line, reason, message}], capped.")
-    created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        verbose_name_plural = "import batches"
-
-    def __str__(self) -> str:
-        return f"{self.file_name} ({self.status})"
-
-
-class Observation(models.Model):
-    """One answer to one query by one pipeline, inside a study: the unit of the
-    ``answer-claims`` codebook. Its sources give its tuples."""
-
-    # No index of its own: observation_unique (study, unit_digest) leads with it.
-    study = models.ForeignKey(
-        Study, on_delete=models.CASCADE, related_name="observations", db_index=False
-    )
-    unit_digest = models.CharField(max_length=DIGEST_LENGTH)
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
-    pipeline = models.ForeignKey(Pipeline, on_delete=models.PROTECT, related_name="+")
-    answer = models.ForeignKey(AnswerSnapshot, on_delete=models.PROTECT, related_name="+")
-    batch = models.ForeignKey(ImportBatch, on_delete=models.PROTECT, related_name="+")
-    position = models.PositiveIntegerField(help_text="Line number in the imported file.")
-
-    class Meta:
-        ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["study", "unit_digest"], name="observation_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return self.unit_digest[:12]
-
-
-class Tuple(models.Model):
-    """r = (q, u, a): the unit of the ``source-risk`` codebook."""
-
-    # No index of its own: tuple_unique_in_study (study, digest) leads with it.
-    study = models.ForeignKey(
-        Study, on_delete=models.CASCADE, related_name="tuples", db_index=False
-    )
-    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="tuples")
-    digest = models.CharField(max_length=DIGEST_LENGTH)
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
-    pipeline = models.ForeignKey(Pipeline, on_delete=models.PROTECT, related_name="+")
-    answer = models.ForeignKey(AnswerSnapshot, on_delete=models.PROTECT, related_name="+")
-    source = models.ForeignKey(SourceSnapshot, on_delete=models.PROTECT, related_name="+")
-    position = models.PositiveSmallIntegerField(help_text="Order among the answer's sources.")
-    sampling_stratum = models.CharField(max_length=200, null=True, blank=True)
-    inclusion_probability = models.FloatField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["study", "digest"], name="tuple_unique_in_study"),
-            models.CheckConstraint(
-                condition=Q(inclusion_probability__isnull=True)
-                | (Q(inclusion_probability__gt=0) & Q(inclusion_probability__lte=1)),
-                name="tuple_inclusion_probability_range",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.digest[:12]
-
-
-class UnitState(models.TextChoices):
-    OPEN = "open", "Open"
-    PARTIALLY_LABELLED = "partially_labelled", "Partially labelled"
-    AGREED = "agreed", "Agreed"
-    DISPUTED = "disputed", "Disputed"
-    ADJUDICATED = "adjudicated", "Adjudicated"
-
-
-class Partition(models.TextChoices):
-    CALIBRATION = "calibration", "Calibration"
-    TEST = "test", "Test (held out)"
-
-
-class Unit(models.Model):
-    """What one annotator labels once, as the study's codebook says: a tuple
-    (``source-risk``) or a complete answer with all of its sources (``answer-claims``).
-
-    ``assigned_count`` is kept beside the assignments so that the queue can find a unit
-    with a free slot through an index instead of counting rows for every request.
-    """
-
-    # No index of its own: unit_unique_in_study (study, digest) and unit_queue lead with it.
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="units", db_index=False)
-    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="units")
-    tuple = models.OneToOneField(
-        Tuple, null=True, blank=True, on_delete=models.CASCADE, related_name="unit"
-    )
-    digest = models.CharField(max_length=DIGEST_LENGTH)
-    assigned_count = models.PositiveSmallIntegerField(default=0)
-    submitted_count = models.PositiveSmallIntegerField(default=0)
-    state = models.CharField(max_length=20, choices=UnitState.choices, default=UnitState.OPEN)
-    priority = models.FloatField(
-        null=True, blank=True, help_text="Review priority; never shown to annotators."
-    )
-    partition = models.CharField(
-        max_length=12,
-        choices=Partition.choices,
-        null=True,
-        blank=True,
-        help_text="Calibration or held-out test; unassigned until the researcher decides.",
-    )
-
-    class Meta:
-        ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["study", "digest"], name="unit_unique_in_study"),
-        ]
-        indexes = [models.Index(fields=["study", "assigned_count", "id"], name="unit_queue")]
-
-    def __str__(self) -> str:
-        return f"unit {self.pk} ({self.digest[:12]})"
-
-
-class LedgerEntry(models.Model):
-    """One computed outcome of one record, in a hash chain (audit.contract.ledger).
-
-    Append-only: database triggers refuse UPDATE and DELETE. ``recorded_at`` is kept as
-    the exact string that was hashed. One entry per record digest, whatever retries.
-    """
-
-    seq = models.BigIntegerField(unique=True)
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="ledger")
-    study_slug = models.SlugField(max_length=80)
-    unit = models.ForeignKey(
-        Unit, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
-    )
-    unit_digest = models.CharField(max_length=DIGEST_LENGTH)
-    record_digest = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    kind = models.CharField(max_length=12)
-    codebook = models.CharField(max_length=160)
-    checker_version = models.CharField(max_length=20)
-    stage = models.CharField(max_length=30, null=True, blank=True)
-    ok = models.BooleanField()
-    reason = models.CharField(max_length=40, null=True, blank=True)
-    endpoint = models.SmallIntegerField(null=True, blank=True)
-    short_circuit = models.SmallIntegerField(null=True, blank=True)
-    priority = models.FloatField(null=True, blank=True)
-    action = models.CharField(max_length=16, null=True, blank=True)
-    recorded_at = models.CharField(max_length=40)
-    prev_hash = models.CharField(max_length=DIGEST_LENGTH)
-    entry_hash = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-
-    class Meta:
-        ordering = ["seq"]
-        verbose_name = "claim ledger entry"
-        verbose_name_plural = "claim ledger"
-        indexes = [
-            models.Index(fields=["study", "action"], name="ledger_study_action"),
-            models.Index(fields=["study", "endpoint"], name="ledger_study_endpoint"),
-        ]
-
-    def __str__(self) -> str:
-        return f"#{self.seq} {self.record_digest[:12]}"
-
-
-class LedgerHead(models.Model):
-    """The chain's latest position: one row, locked while an entry is appended."""
-
-    seq = models.BigIntegerField(default=0)
-    entry_hash = models.CharField(max_length=DIGEST_LENGTH)
-
-    def __str__(self) -> str:
-        return f"ledger head #{self.seq}"
-
-
-class ConformanceRun(models.Model):
-    """The conformance suite run against a checker version (gate stage 1)."""
-
-    checker_version = models.CharField(max_length=20)
-    suite_version = models.CharField(max_length=20)
-    passed = models.BooleanField()
-    summary = models.JSONField()
-    summary_sha256 = models.CharField(max_length=DIGEST_LENGTH)
-    mismatches = models.JSONField(default=list)
-    ran_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-ran_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"conformance {self.checker_version}: {'pass' if self.passed else 'FAIL'}"
-
-
-class StudyGate(models.Model):
-    """The validation gate of a study as last recomputed by a worker."""
-
-    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="gate")
-    reached = models.CharField(max_length=30, null=True, blank=True)
-    report = models.JSONField(default=dict)
-    computed_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        verbose_name = "validation gate"
-
-    def __str__(self) -> str:
-        return f"{self.study.slug}: {self.reached or 'no stage'}"
-
-
-class StudyFreeze(models.Model):
-    """What was frozen before test-partition labels could be opened, with digests, who and
-    when. Irreversible: database triggers refuse UPDATE and DELETE; a change needs a new
-    study version (``Study.previous_version``)."""
-
-    study = models.OneToOneField(Study, on_delete=models.PROTECT, related_name="freeze")
-    codebook_digest = models.CharField(max_length=DIGEST_LENGTH)
-    pipelines = models.JSONField(help_text="[{name, version, key}] of every pipeline in use.")
-    pipelines_digest = models.CharField(max_length=DIGEST_LENGTH)
-    thresholds = models.JSONField()
-    thresholds_digest = models.CharField(max_length=DIGEST_LENGTH)
-    partition_digest = models.CharField(
-        max_length=DIGEST_LENGTH, help_text="Digest of the sorted (unit digest, partition) list."
-    )
-    partition_counts = models.JSONField(help_text="{calibration: n, test: n}")
-    frozen_at = models.DateTimeField(auto_now_add=True)
-    frozen_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
-
-    def __str__(self) -> str:
-        return f"{self.study.slug} frozen {self.frozen_at:%Y-%m-%d}"
-
-
-class ReleaseStatus(models.TextChoices):
-    BUILDING = "building", "Building"
-    READY = "ready", "Ready"
-    FAILED = "failed", "Failed"
-
-
-class Release(models.Model):
-    """A named, immutable, downloadable label set of a study. Its files live under
-    ``settings.RELEASES_ROOT / <study slug> / <name>``; ``files`` lists them with their
-    SHA-256 and sizes (the SHA256SUMS manifest is one of them)."""
-
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="releases")
-    name = models.SlugField(max_length=80)
-    status = models.CharField(
-        max_length=10, choices=ReleaseStatus.choices, default=ReleaseStatus.BUILDING
-    )
-    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done.")
-    stage = models.CharField(max_length=30, null=True, blank=True)
-    files = models.JSONField(default=dict, blank=True)
-    manifest_sha256 = models.CharField(max_length=DIGEST_LENGTH, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["study", "name"], name="release_name_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.study.slug}/{self.name}"
+from audit.archive.models import (
+    DIGEST_LENGTH,
+    AnswerSnapshot,
+    AnswerStatus,
+    Codebook,
+    CodebookUnit,
+    ImportBatch,
+    ImportStatus,
+    Observation,
+    Partition,
+    Pipeline,
+    Query,
+    QuestionType,
+    SourceSnapshot,
+    Study,
+    Tuple,
+    Unit,
+    UnitState,
+)
+from audit.ledger.models import ConformanceRun, LedgerEntry, LedgerHead, StudyGate
+from audit.partitions.models import StudyFreeze
+from audit.releases.models import Release, ReleaseStatus
+
+__all__ = [
+    "DIGEST_LENGTH",
+    "AnswerSnapshot",
+    "AnswerStatus",
+    "Codebook",
+    "CodebookUnit",
+    "ConformanceRun",
+    "ImportBatch",
+    "ImportStatus",
+    "LedgerEntry",
+    "LedgerHead",
+    "Observation",
+    "Partition",
+    "Pipeline",
+    "Query",
+    "QuestionType",
+    "Release",
+    "ReleaseStatus",
+    "SourceSnapshot",
+    "Study",
+    "StudyFreeze",
+    "StudyGate",
+    "Tuple",
+    "Unit",
+    "UnitState",
+]

@@ -51,8 +51,8 @@ def child(slug: str, name: str, root: str) -> int:
     django.setup()
     from django.conf import settings
 
-    from audit.models import Study
-    from audit.release_services import release_build
+    from audit.archive.models import Study
+    from audit.releases.services import release_build
 
     settings.RELEASES_ROOT = Path(root)
     study = Study.objects.get(slug=slug)
@@ -76,11 +76,11 @@ def child(slug: str, name: str, root: str) -> int:
 
 def _labels(study, pseudonym: str) -> int:
     """One valid independent label per unit, inserted in bulk."""
-    from annotator.models import Label
-    from audit import bulk
-    from audit.models import Unit
-    from audit.records import record_build
-    from audit.release_services import CHUNK, UNIT_VALUES, _batches, _contents
+    from annotator.labelling.models import Label
+    from audit.archive import bulk
+    from audit.archive.models import Unit
+    from audit.archive.records import record_build
+    from audit.releases.services import CHUNK, UNIT_VALUES, _batches, _contents
 
     weights = {d["key"]: d["weight"] for d in study.codebook.definition["evidence_dimensions"]}
     units = (
@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
     from django.test.utils import setup_test_environment
 
-    from audit.models import Study
-    from audit.services import codebook_install_file, observations_import
+    from audit.archive.models import Study
+    from audit.archive.services import codebook_install_file, observations_import
     from bench.import_records import build_file
 
     setup_test_environment()

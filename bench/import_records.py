@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     with throwaway_database("claimgate_bench_import"):
         from django.db import connection
 
+        from audit.archive.models import Study
+        from audit.archive.selectors import codebook_registry
+        from audit.archive.services import codebook_install_file, observations_import
         from audit.contract import parse_observation_file
-        from audit.models import Study
-        from audit.selectors import codebook_registry
-        from audit.services import codebook_install_file, observations_import
 
         codebook, _ = codebook_install_file(
             path=ROOT / "fixtures" / "codebooks" / "source-risk-1.0.0.json"

@@ -51,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         from django.db import connection
         from django.utils import timezone
 
-        from annotator.models import Membership, Role
-        from audit.models import Observation, Study
-        from audit.services import codebook_install_file, observations_import
+        from annotator.memberships.models import Membership, Role
+        from audit.archive.models import Observation, Study
+        from audit.archive.services import codebook_install_file, observations_import
         from metrics.selectors import labels_digest, report_inputs_fetch
         from metrics.services import bootstrap_resamples, report_compute
 

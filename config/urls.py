@@ -3,9 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from audit import partition_urls, release_urls
-from audit.health import healthz
-from audit.urls import api_urlpatterns
+from audit.archive.urls import api_urlpatterns
+from audit.partitions import urls as partition_urls
+from audit.releases import urls as release_urls
+from config.health import healthz
 from metrics import urls as metrics_urls
 
 urlpatterns = [
@@ -23,14 +24,14 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/", include(api_urlpatterns)),
-    path("api/", include("annotator.api_urls")),
-    path("", include("annotator.urls")),
-    path("", include("annotator.adjudication_urls")),
+    path("api/", include("annotator.labelling.api_urls")),
+    path("", include("annotator.labelling.urls")),
+    path("", include("annotator.adjudication.urls")),
     path("", include(partition_urls.urlpatterns)),
     path("", include(release_urls.urlpatterns)),
     path("", include(metrics_urls.urlpatterns)),
     path("api/", include(partition_urls.api_urlpatterns)),
     path("api/", include(release_urls.api_urlpatterns)),
     path("api/", include(metrics_urls.api_urlpatterns)),
-    path("", include("audit.urls")),
+    path("", include("audit.archive.urls")),
 ]

@@ -1,6 +1,6 @@
 """Server-side SVG plots of the reliability page: plain values in, coordinates out.
 
-Coordinates are formatted here (``_n``, as audit.outcome_views does), so that no locale
+Coordinates are formatted here (``_n``, as audit.ledger.views does), so that no locale
 can put a decimal comma into an SVG attribute; templates draw them with presentation
 attributes and CSS classes only (the CSP refuses style attributes).
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotator.jobs import RETRY, enqueue, study_gate_refresh
-from audit.models import Study
+from annotator.adjudication.jobs import RETRY, enqueue, study_gate_refresh
+from audit.archive.models import Study
 from metrics.models import ReportStatus, StudyReport
 from metrics.services import report_refresh
 

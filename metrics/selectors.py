@@ -28,19 +28,20 @@ from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRe
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Length
 
-from annotator.models import Label, LabelKind, Membership, Role
-from audit.models import (
+from annotator.labelling.models import Label, LabelKind
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import (
     AnswerStatus,
     Codebook,
     CodebookUnit,
     Observation,
     Study,
-    StudyGate,
     Tuple,
     Unit,
     UnitState,
 )
-from audit.outcome_selectors import PARTITIONS, UNASSIGNED, VERDICTS, partition_sealed
+from audit.ledger.models import StudyGate
+from audit.ledger.selectors import PARTITIONS, UNASSIGNED, VERDICTS, partition_sealed
 from metrics.matrices import (
     CLAIM_ITEMS,
     ClaimSpan,
@@ -142,7 +143,7 @@ def _items(study: Study) -> tuple[tuple[str, str], ...]:
 
 def _pseudonyms(study: Study) -> dict[int, str]:
     """How each member is named in reports: their annotator pseudonym (else their first
-    membership's), as ``annotator.services.pseudonym_of`` names them in records."""
+    membership's), as ``annotator.labelling.services.pseudonym_of`` names them in records."""
     names: dict[int, tuple[bool, int, str]] = {}
     for user_id, role, pk, pseudonym in Membership.objects.filter(study=study).values_list(
         "user_id", "role", "pk", "pseudonym"

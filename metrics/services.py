@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audit.models import Study
+from audit.archive.models import Study
 from metrics.models import ReportStatus, StudyReport
 from metrics.report_build import report_build
 from metrics.selectors import gate_stage, report_inputs_fetch

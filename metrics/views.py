@@ -1,6 +1,6 @@
 """The reliability report page, its status fragment (polled by htmx while a report runs),
 the Recompute button and the CSV downloads. Thin: access through annotator.access and
-audit.outcome_views.may_see_gate, reads from metrics.selectors, the computation is a
+audit.ledger.views.may_see_gate, reads from metrics.selectors, the computation is a
 queued job (metrics.jobs)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import roles_in_study, study_get_for_member, study_get_for_researcher
-from annotator.models import Role
-from audit.models import Study
-from audit.outcome_selectors import PARTITION_LABELS, STAGE_LABELS
-from audit.outcome_views import _csv_response, may_see_gate
+from annotator.memberships.models import Role
+from audit.archive.models import Study
+from audit.ledger.selectors import PARTITION_LABELS, STAGE_LABELS
+from audit.ledger.views import _csv_response, may_see_gate
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
 from metrics.models import StudyReport
@@ -273,7 +273,7 @@ def study_reliability_status(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def study_reliability_recompute(request: HttpRequest, slug: str) -> HttpResponse:
-    from annotator.jobs import enqueue
+    from annotator.adjudication.jobs import enqueue
     from metrics.jobs import study_report_refresh
 
     study = study_get_for_researcher(user=request.user, slug=slug)

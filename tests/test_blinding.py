@@ -28,10 +28,11 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
 
-from annotator.models import Assignment, Draft, Label, Membership, Role
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, draft_save, label_submit, pseudonym_of
-from audit.models import Unit
+from annotator.labelling.models import Assignment, Draft, Label
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, draft_save, label_submit, pseudonym_of
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import Unit
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from audit.models import Study, Tuple
+from audit.archive.models import Study, Tuple
 
 pytestmark = pytest.mark.django_db
 

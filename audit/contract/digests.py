@@ -171,7 +171,7 @@ def unit_digest(
 
 def answer_identity_text(answer: Mapping[str, Any]) -> str:
     """The canonical serialization of :func:`answer_identity` for an answer whose object
-    keys are strings (a checked one): also the archive key's input (audit.archive)."""
+    keys are strings (a checked one): also the archive key's input (audit.archive.mapping)."""
     return canonical_text_unchecked(answer_identity(answer))
 
 

@@ -136,7 +136,7 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 # A draft or submit whose cookies are all gone says "session expired" and keeps the work.
-CSRF_FAILURE_VIEW = "annotator.views.csrf_failure"
+CSRF_FAILURE_VIEW = "annotator.labelling.views.csrf_failure"
 LOGIN_URL = "login"
 SESSION_COOKIE_AGE = int(os.environ.get("SESSION_COOKIE_AGE", str(8 * 60 * 60)))
 
@@ -216,7 +216,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_PUBLISH_RETRY = False
 # Job modules beyond the apps' "jobs" modules that autodiscovery finds.
-CELERY_IMPORTS = ("audit.release_jobs",)
+CELERY_IMPORTS = ("annotator.adjudication.jobs", "audit.releases.jobs")
 CELERY_BEAT_SCHEDULE = {
     "outcomes-sweep": {"task": "claimgate.outcomes_sweep", "schedule": 60.0},
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotator.selectors import UnitContent
+from annotator.labelling.selectors import UnitContent
 
 
 def span(content: UnitContent, snapshot: str, start: int = 0, length: int = 12) -> dict:

@@ -14,12 +14,13 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
-from annotator.models import Assignment, Draft, Label, Membership, Role
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, draft_save, label_submit
+from annotator.labelling.models import Assignment, Draft, Label
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, draft_save, label_submit
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import Study
+from audit.archive.services import codebook_install, observations_import
 from audit.contract import codes
-from audit.models import Study
-from audit.services import codebook_install, observations_import
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import FIXTURES, add_people
 

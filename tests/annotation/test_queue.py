@@ -7,10 +7,10 @@ import threading
 import pytest
 from django.db import connection
 
-from annotator.models import Assignment
-from annotator.selectors import annotator_progress, unit_content
-from annotator.services import assignment_next, label_submit, study_overlap_set
-from audit.models import Unit
+from annotator.labelling.models import Assignment
+from annotator.labelling.selectors import annotator_progress, unit_content
+from annotator.labelling.services import assignment_next, label_submit, study_overlap_set
+from audit.archive.models import Unit
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 
@@ -90,7 +90,7 @@ def test_concurrent_requests_never_share_the_last_slot():
     people = add_people(study)
     from django.contrib.auth import get_user_model
 
-    from annotator.models import Membership, Role
+    from annotator.memberships.models import Membership, Role
 
     annotators = [people["ann_a"], people["ann_b"], people["ann_c"]]
     for n in range(5):

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from annotator.models import Draft, Label
-from annotator.selectors import label_head, unit_content
-from annotator.services import (
+from annotator.labelling.models import Draft, Label
+from annotator.labelling.selectors import label_head, unit_content
+from annotator.labelling.services import (
     DraftConflict,
     LabelRefused,
     StaleRevision,
@@ -19,9 +19,9 @@ from annotator.services import (
     label_submit,
     record_build,
 )
+from audit.archive.models import UnitState
+from audit.archive.selectors import codebook_registry
 from audit.contract import check_record, codes
-from audit.models import UnitState
-from audit.selectors import codebook_registry
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people
 

@@ -12,10 +12,10 @@ from django.conf import settings
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from annotator.models import Assignment, Draft, Label
-from annotator.selectors import label_head, unit_content
-from annotator.services import assignment_next, draft_save, label_submit
-from audit.models import Unit
+from annotator.labelling.models import Assignment, Draft, Label
+from annotator.labelling.selectors import label_head, unit_content
+from annotator.labelling.services import assignment_next, draft_save, label_submit
+from audit.archive.models import Unit
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people
 
@@ -498,7 +498,7 @@ def test_an_expired_session_gets_401_not_a_redirect(assignment):
     assert not Label.objects.exists()
 
 
-@override_settings(CSRF_FAILURE_VIEW="annotator.views.csrf_failure")
+@override_settings(CSRF_FAILURE_VIEW="annotator.labelling.views.csrf_failure")
 def test_a_submission_without_any_cookie_says_the_session_expired(assignment):
     anonymous = Client(enforce_csrf_checks=True)  # no session, no CSRF cookie
     submit = post_submit(anonymous, assignment, valid_annotation(assignment))

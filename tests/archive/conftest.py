@@ -6,9 +6,9 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from annotator.models import Membership, Role
-from audit.models import Study
-from audit.services import codebook_install_file
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import Study
+from audit.archive.services import codebook_install_file
 
 CODEBOOKS = Path(settings.BASE_DIR) / "fixtures" / "codebooks"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from audit import archive
-from audit.models import AnswerSnapshot, Pipeline, Query, SourceSnapshot
+from audit.archive import mapping as archive
+from audit.archive.models import AnswerSnapshot, Pipeline, Query, SourceSnapshot
 from tests.archive.builders import observation
 
 

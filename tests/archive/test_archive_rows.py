@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audit import archive
+from audit.archive import mapping as archive
 from audit.contract.digests import (
     answer_identity_text,
     pipeline_identity_text,

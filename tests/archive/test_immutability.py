@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from audit.models import AnswerSnapshot, Codebook, Query, SourceSnapshot
-from audit.services import observations_import
+from audit.archive.models import AnswerSnapshot, Codebook, Query, SourceSnapshot
+from audit.archive.services import observations_import
 from tests.archive.builders import jsonl, observation
 
 pytestmark = pytest.mark.django_db

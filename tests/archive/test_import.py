@@ -7,8 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from audit.contract import codes
-from audit.models import (
+from audit.archive.models import (
     AnswerSnapshot,
     ImportStatus,
     Observation,
@@ -16,7 +15,8 @@ from audit.models import (
     SourceSnapshot,
     Tuple,
 )
-from audit.services import observations_import
+from audit.archive.services import observations_import
+from audit.contract import codes
 from tests.archive.builders import HEADER, jsonl, observation, reseal
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +57,7 @@ def test_importing_the_same_file_twice_changes_nothing(study):
 
 
 def test_the_same_observation_in_two_studies_shares_snapshots(study, codebooks):
-    from audit.models import Study
+    from audit.archive.models import Study
 
     other = Study.objects.create(slug="other", title="Other", codebook=study.codebook)
     data = jsonl(observation(1))
@@ -211,7 +211,7 @@ def test_a_failed_answer_may_leave_out_its_empty_sources(study):
 def test_a_frozen_study_takes_no_new_observations(study):
     from django.contrib.auth import get_user_model
 
-    from audit.models import StudyFreeze
+    from audit.partitions.models import StudyFreeze
 
     StudyFreeze.objects.create(
         study=study,

@@ -84,7 +84,7 @@ def demo(live_server, transactional_db) -> Demo:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from audit.models import Study
+    from audit.archive.models import Study
 
     call_command("load_demo", "--allow-without-debug", stdout=io.StringIO())
     users = {user.username: user for user in get_user_model().objects.all()}

@@ -150,7 +150,7 @@ def has_astral(text: str) -> bool:
 def unit_where(study: Any, **lookups: Any) -> Any:
     """The first unit of ``study`` matching ORM ``lookups`` (e.g. on its tuple's source
     text or its observation's answer text)."""
-    from audit.models import Unit
+    from audit.archive.models import Unit
 
     unit = Unit.objects.filter(study=study, **lookups).order_by("id").first()
     assert unit is not None, f"no unit of {study.slug} with {lookups}"
@@ -162,8 +162,8 @@ def assign(unit: Any, user: Any) -> Any:
     so that a test opens a known unit instead of whatever the queue hands out next."""
     from django.db.models import F
 
-    from annotator.models import Assignment
-    from audit.models import Unit
+    from annotator.labelling.models import Assignment
+    from audit.archive.models import Unit
 
     assignment = Assignment.objects.create(study=unit.study, unit=unit, annotator=user)
     Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
@@ -173,7 +173,7 @@ def assign(unit: Any, user: Any) -> Any:
 def texts_of(unit: Any) -> dict[str, Any]:
     """The unit's snapshot texts as the record holds them: query, answer, and the tuple's
     source (``source``) or every source of an answer unit by digest (``sources``)."""
-    from annotator.selectors import unit_content
+    from annotator.labelling.selectors import unit_content
 
     content = unit_content(unit=unit)
     texts: dict[str, Any] = {

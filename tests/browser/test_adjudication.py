@@ -10,11 +10,11 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from annotator.jobs import label_submitted
-from annotator.models import Label, LabelKind
-from annotator.selectors import unit_content
-from annotator.services import label_submit
-from audit.models import Unit, UnitState
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import label_submit
+from audit.archive.models import Unit, UnitState
 from tests.annotation.annotations import source_risk
 from tests.browser.helpers import (
     assign,

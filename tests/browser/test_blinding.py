@@ -11,8 +11,8 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from annotator.selectors import unit_content
-from annotator.services import draft_save, label_submit
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import draft_save, label_submit
 from tests.annotation.annotations import source_risk
 from tests.browser.helpers import assign, login, login_fast, open_form, unit_where
 

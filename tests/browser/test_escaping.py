@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotator.models import Label
+from annotator.labelling.models import Label
 from tests.browser.helpers import (
     assign,
     expected_span,

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotator.models import Draft, Label
+from annotator.labelling.models import Draft, Label
 from tests.browser.helpers import (
     assign,
     drag_select,

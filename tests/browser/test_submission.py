@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotator.models import Label
+from annotator.labelling.models import Label
 from tests.browser.helpers import (
     assign,
     expected_span,
@@ -130,7 +130,7 @@ def test_an_expired_session_keeps_the_work(page, events, demo, risk_assignment, 
 
 
 def test_next_item_hands_out_a_unit_and_the_start_page_counts_it(page, context, events, demo):
-    from annotator.models import Assignment
+    from annotator.labelling.models import Assignment
 
     login_fast(context, demo.users["annotator2"], demo.url)
     page.goto(f"/studies/{RISK}/annotate/")

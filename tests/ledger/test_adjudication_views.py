@@ -13,12 +13,13 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from annotator.forms import annotation_for_page
-from annotator.jobs import label_submitted
-from annotator.models import Label, LabelKind, Membership, Role
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.models import Unit, UnitState
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.forms import annotation_for_page
+from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import Unit, UnitState
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, make_study
 

@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotator.jobs import label_submitted
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.ledger import gate_recompute
-from audit.models import LedgerEntry, StudyGate
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from audit.ledger.models import LedgerEntry, StudyGate
+from audit.ledger.services import gate_recompute
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 

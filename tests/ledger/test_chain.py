@@ -77,7 +77,7 @@ def test_renumbered_entries_are_found_as_reordered():
 
 
 def test_no_stage_is_met_vacuously_before_the_labels_are_in():
-    from audit.gate import GateInputs, evaluate_gate
+    from audit.ledger.gate import GateInputs, evaluate_gate
 
     inputs = GateInputs(
         checker_version="1.0.0",

@@ -15,14 +15,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotator.adjudication import adjudication_submit
-from annotator.jobs import label_adjudicated, label_submitted, study_gate_refresh
-from annotator.models import Label, LabelKind, Membership, Role
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.ledger import gate_recompute
-from audit.models import LedgerEntry, StudyGate, Unit, UnitState
-from audit.outcome_selectors import (
+from annotator.adjudication.jobs import label_adjudicated, label_submitted, study_gate_refresh
+from annotator.adjudication.services import adjudication_submit
+from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import Unit, UnitState
+from audit.ledger.models import LedgerEntry, StudyGate
+from audit.ledger.selectors import (
     NO_ROLE,
     OutcomeData,
     RecordRow,
@@ -32,6 +33,7 @@ from audit.outcome_selectors import (
     outcome_tables,
     partition_sealed,
 )
+from audit.ledger.services import gate_recompute
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, make_study
 
@@ -472,7 +474,9 @@ def test_the_gate_panel_computes_a_missing_gate(study, people):
 
 def test_recompute_queues_the_gate_job(study, people, world, monkeypatch):
     queued = []
-    monkeypatch.setattr("annotator.jobs.enqueue", lambda job, *args: queued.append((job, args)))
+    monkeypatch.setattr(
+        "annotator.adjudication.jobs.enqueue", lambda job, *args: queued.append((job, args))
+    )
     url = reverse("study-gate-recompute", args=[study.slug])
 
     assert client_for(people["ann_a"]).post(url).status_code == 403

@@ -9,13 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from annotator.adjudication import AdjudicationRefused, adjudication_submit
-from annotator.jobs import label_submitted, outcomes_sweep
-from annotator.models import Label, LabelKind
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.ledger import gate_recompute, ledger_verify
-from audit.models import LedgerEntry, Unit, UnitState
+from annotator.adjudication.jobs import label_submitted, outcomes_sweep
+from annotator.adjudication.services import AdjudicationRefused, adjudication_submit
+from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from audit.archive.models import Unit, UnitState
+from audit.ledger.models import LedgerEntry
+from audit.ledger.services import gate_recompute, ledger_verify
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 
@@ -85,7 +86,7 @@ def test_disagreement_goes_to_the_adjudicator_who_writes_the_final_record(study,
         rationale="The review page states the commission; materiality holds.",
         client_submission_id=uuid.uuid4(),
     )
-    from annotator.jobs import label_adjudicated
+    from annotator.adjudication.jobs import label_adjudicated
 
     label_adjudicated.run(final.pk)
 
@@ -114,7 +115,7 @@ def test_adjudication_rules(study, people):
         adjudicate(people["adj"], rationale="  ")
     with pytest.raises(AdjudicationRefused, match="not an adjudicator"):
         adjudicate(people["ann_c"])
-    from annotator.models import Membership, Role
+    from annotator.memberships.models import Membership, Role
 
     Membership.objects.create(study=study, user=people["ann_a"], role=Role.ADJUDICATOR)
     with pytest.raises(AdjudicationRefused, match="labelled this unit yourself"):

@@ -13,9 +13,9 @@ from urllib.parse import urlparse
 import pytest
 from django.db import transaction
 
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.models import LedgerEntry
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from audit.ledger.models import LedgerEntry
 from config.celery import app as celery_app
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
@@ -152,7 +152,7 @@ def test_a_submission_stands_while_the_broker_is_down(study, celery_workers, tmp
         _start_redis(host, port, tmp_path)
 
     worker = celery_workers()
-    from annotator.jobs import outcomes_sweep
+    from annotator.adjudication.jobs import outcomes_sweep
 
     outcomes_sweep.apply_async(retry=False)  # what beat sends every minute
     wait_for(

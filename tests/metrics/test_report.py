@@ -13,13 +13,13 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from annotator.adjudication import adjudication_submit
-from annotator.jobs import label_submitted
-from annotator.models import Label, LabelKind
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit, pseudonym_of
-from audit.ledger import gate_recompute
-from audit.models import Partition, Unit
+from annotator.adjudication.jobs import label_submitted
+from annotator.adjudication.services import adjudication_submit
+from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit, pseudonym_of
+from audit.archive.models import Partition, Unit
+from audit.ledger.services import gate_recompute
 from metrics.jobs import study_report_refresh
 from metrics.matrices import ClaimSpan, claims_match
 from metrics.models import ReportStatus, StudyReport

@@ -10,12 +10,12 @@ import uuid
 import numpy as np
 import pytest
 
-from annotator.adjudication import adjudication_submit
-from annotator.jobs import label_submitted
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
+from annotator.adjudication.jobs import label_submitted
+from annotator.adjudication.services import adjudication_submit
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from audit.archive.models import Partition, Unit
 from audit.contract.canonical import canonical_digest
-from audit.models import Partition, Unit
 from metrics import reliability, selectors
 from metrics.matrices import (
     Matrix,

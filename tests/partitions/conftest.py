@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.partition import ValuesRule
+from audit.partitions.rules import ValuesRule
 from tests.annotation.conftest import add_people, make_study
 
 #: A leakage-free split of the source-risk demo: these domains share no target family and

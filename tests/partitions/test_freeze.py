@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from audit.archive.models import Observation, Pipeline, Study, Unit
 from audit.contract.canonical import canonical_digest
-from audit.gate import STAGES, GateInputs, evaluate_gate
-from audit.ledger import gate_inputs
-from audit.models import Observation, Pipeline, Study, StudyFreeze, Unit
-from audit.partition import LEAKAGE, NO_UNITS, UNASSIGNED_UNITS, ShareRule, ValuesRule
-from audit.partition_services import (
+from audit.ledger.gate import STAGES, GateInputs, evaluate_gate
+from audit.ledger.services import gate_inputs
+from audit.partitions.models import StudyFreeze
+from audit.partitions.rules import LEAKAGE, NO_UNITS, UNASSIGNED_UNITS, ShareRule, ValuesRule
+from audit.partitions.services import (
     ALREADY_FROZEN,
     STUDY_FROZEN,
     PartitionError,

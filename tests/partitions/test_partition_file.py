@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from audit.models import Tuple, Unit
-from audit.partition import (
+from audit.archive.models import Tuple, Unit
+from audit.partitions.rules import (
     BAD_DIGEST,
     BAD_PARTITION,
     CONFLICTING_LINE,
@@ -20,7 +20,7 @@ from audit.partition import (
     file_assignment,
     parse_partition_file,
 )
-from audit.partition_services import partition_file_apply
+from audit.partitions.services import partition_file_apply
 from tests.annotation.conftest import make_study
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64

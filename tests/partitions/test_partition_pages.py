@@ -11,8 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from audit.models import Study, StudyFreeze, Unit
-from audit.partition_services import partition_rule_apply
+from audit.archive.models import Study, Unit
+from audit.partitions.models import StudyFreeze
+from audit.partitions.services import partition_rule_apply
 from tests.partitions.conftest import LEAKY, SPLIT
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit.contract.canonical import canonical_digest
-from audit.partition import (
+from audit.partitions.rules import (
     INVALID_RULE,
     LEAKAGE,
     NO_UNITS,

@@ -9,11 +9,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotator.jobs import label_submitted
-from annotator.models import Label, Membership
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.models import (
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.models import Label
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from annotator.memberships.models import Membership
+from audit.archive.models import (
     AnswerSnapshot,
     Codebook,
     ImportBatch,
@@ -21,13 +22,13 @@ from audit.models import (
     Query,
     SourceSnapshot,
     Study,
-    StudyFreeze,
     Tuple,
     Unit,
 )
-from audit.outcome_selectors import partition_sealed, study_outcomes
-from audit.partition import ValuesRule
-from audit.partition_services import (
+from audit.ledger.selectors import partition_sealed, study_outcomes
+from audit.partitions.models import StudyFreeze
+from audit.partitions.rules import ValuesRule
+from audit.partitions.services import (
     INVALID_VERSION,
     SLUG_TAKEN,
     PartitionError,

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from annotator.adjudication import adjudication_submit
-from annotator.jobs import label_adjudicated, label_submitted
-from annotator.models import Label
-from annotator.selectors import unit_content
-from annotator.services import assignment_next, label_submit
-from audit.ledger import gate_recompute
-from audit.models import Study, Unit
+from annotator.adjudication.jobs import label_adjudicated, label_submitted
+from annotator.adjudication.services import adjudication_submit
+from annotator.labelling.models import Label
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from audit.archive.models import Study, Unit
+from audit.ledger.services import gate_recompute
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, make_study
 

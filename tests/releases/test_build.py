@@ -11,19 +11,20 @@ import pytest
 from django.core.management import call_command
 from django.db import transaction
 
-from annotator.models import Label, LabelKind
-from audit import release_formats as rf
+from annotator.labelling.models import Label, LabelKind
+from audit.archive.models import Study, Unit
+from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
-from audit.models import Release, Study, Unit
-from audit.record_imports import RECORD_EXISTS, records_import
-from audit.release_services import (
+from audit.releases import formats as rf
+from audit.releases.models import Release
+from audit.releases.records_import import RECORD_EXISTS, records_import
+from audit.releases.services import (
     RELEASE_EXISTS,
     ReleaseRefused,
     bundle_write,
     release_build,
     release_create,
 )
-from audit.selectors import codebook_registry
 from tests.releases.conftest import RATIONALE, labelled_study
 
 pytestmark = pytest.mark.django_db
@@ -165,7 +166,7 @@ def test_withheld_texts_keep_digests_and_quote_hashes_and_are_counted(labelled, 
 
 
 def test_progress_is_committed_as_the_build_goes(labelled, releases_root, monkeypatch):
-    import audit.release_services as services
+    import audit.releases.services as services
 
     seen = []
     original = services.bundle_write
@@ -224,7 +225,7 @@ def test_round_trip_records_reimport_into_a_fresh_study(db, releases_root, tmp_p
     _, records = records_of(releases_root / "origin" / "v1")
     assert not Study.objects.filter(slug="origin").exists()
 
-    from audit.services import codebook_install
+    from audit.archive.services import codebook_install
 
     codebook, _ = codebook_install(definition=definition)
     fresh = Study.objects.create(slug="fresh", title="fresh", codebook=codebook)
@@ -235,7 +236,7 @@ def test_round_trip_records_reimport_into_a_fresh_study(db, releases_root, tmp_p
     assert {lb.record_digest for lb in labels} == {r["record_digest"] for r in records}
     assert all(lb.annotator_id is None for lb in labels)
     assert {lb.kind for lb in labels} == {"independent", "consensus", "adjudicated"}
-    from annotator.adjudication import label_record
+    from annotator.adjudication.services import label_record
 
     registry = codebook_registry()
     for label in labels:
@@ -283,9 +284,9 @@ def test_a_bad_record_rejects_the_whole_file(labelled, releases_root):
 
 
 def test_the_release_record_body_is_record_build_without_the_seal(labelled, claims_labelled):
-    from annotator.adjudication import label_record
-    from annotator.selectors import unit_content
-    from audit.records import record_body
+    from annotator.adjudication.services import label_record
+    from annotator.labelling.selectors import unit_content
+    from audit.archive.records import record_body
 
     for label in Label.objects.filter(study__in=[labelled.study, claims_labelled]):
         sealed = label_record(label=label)

@@ -9,7 +9,7 @@ import zipfile
 import pyarrow.parquet as pq
 import pytest
 
-from audit import release_formats as rf
+from audit.releases import formats as rf
 
 TABLE = rf.Table(
     "labels_final",

@@ -13,11 +13,11 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from annotator.models import Membership, Role
-from audit import release_formats as rf
-from audit.models import Release, ReleaseStatus
-from audit.release_jobs import release_build_job
-from audit.release_services import release_build, release_create
+from annotator.memberships.models import Membership, Role
+from audit.releases import formats as rf
+from audit.releases.jobs import release_build_job
+from audit.releases.models import Release, ReleaseStatus
+from audit.releases.services import release_build, release_create
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def test_the_status_fragment_polls_while_building_and_stops_when_ready(labelled,
     building = researcher.get(url).content.decode()
     assert 'hx-trigger="every 1s"' in building
     assert 'value="42"' in building
-    from audit.release_services import release_build_run
+    from audit.releases.services import release_build_run
 
     release_build_run(release=release)
     ready = researcher.get(url).content.decode()

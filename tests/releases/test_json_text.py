@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.contract.canonical import CanonicalError, canonical_text_unchecked
-from audit.release_formats import _json_text
+from audit.releases.formats import _json_text
 
 VALUES = [
     None,

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from django.core.management import call_command
 
-from audit import release_formats as rf
-from audit.release_services import release_build
+from audit.releases import formats as rf
+from audit.releases.services import release_build
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from annotator.models import Membership, Role
-from audit.models import Study
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import Study
 
 pytestmark = pytest.mark.django_db
 

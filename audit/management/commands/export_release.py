@@ -8,9 +8,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit import release_formats as rf
-from audit.models import Release, ReleaseStatus, Study
-from audit.release_services import ReleaseRefused, release_build, release_dir
+from audit.archive.models import Study
+from audit.releases import formats as rf
+from audit.releases.models import Release, ReleaseStatus
+from audit.releases.services import ReleaseRefused, release_build, release_dir
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 """python manage.py import_records FILE --study SLUG
 
 Dispatches on the file's header line: ``"claimgate": "observations"`` is an observation
-file (audit.services.observations_import), ``"claimgate": "records"`` a records file such
-as a release's records.jsonl (audit.record_imports.records_import).
+file (audit.archive.services.observations_import), ``"claimgate": "records"`` a records file such
+as a release's records.jsonl (audit.releases.records_import.records_import).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.models import ImportBatch, ImportStatus, Study
-from audit.services import observations_import
+from audit.archive.models import ImportBatch, ImportStatus, Study
+from audit.archive.services import observations_import
 
 
 class Command(BaseCommand):
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
         if _header_kind(data) == "records":
-            from audit.record_imports import records_import
+            from audit.releases.records_import import records_import
 
             result = records_import(study=study, data=data, file_name=path.name)
             batch = result.batch

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.archive.services import CodebookConflict, codebook_install_file
 from audit.contract.errors import ContractError
-from audit.services import CodebookConflict, codebook_install_file
 
 
 class Command(BaseCommand):

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from annotator.models import Membership, Role
-from audit.models import ImportStatus, Study
-from audit.services import codebook_install_file, observations_import
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import ImportStatus, Study
+from audit.archive.services import codebook_install_file, observations_import
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 
@@ -103,7 +103,7 @@ class Command(BaseCommand):
         return users
 
     def _study(self, slug: str, title: str, name: str, version: str, owner: object) -> Study:
-        from audit.models import Codebook
+        from audit.archive.models import Codebook
 
         codebook = Codebook.objects.get(name=name, version=version)
         study, created = Study.objects.get_or_create(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.ledger import gate_recompute
-from audit.models import Study
+from audit.archive.models import Study
+from audit.ledger.services import gate_recompute
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit.release_formats import MANIFEST, RECORDS, verify_bundle
+from audit.releases.formats import MANIFEST, RECORDS, verify_bundle
 
 
 class Command(BaseCommand):

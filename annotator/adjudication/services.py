@@ -1,0 +1,258 @@
+"""After a submission: outcomes into the claim ledger, the unit's adjudication state,
+consensus records, and the adjudicator's final labels. Called by jobs and pages alike."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from statistics import fmean
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+
+from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.services import AnnotationError, LabelRefused, pseudonym_of
+from annotator.memberships.models import Role
+from audit.archive.models import CodebookUnit, Study, Unit, UnitState
+from audit.archive.records import record_build, unit_content
+from audit.archive.selectors import codebook_registry
+from audit.contract import check_record
+from audit.ledger.models import LedgerEntry
+from audit.ledger.services import ledger_append
+
+#: The fields whose equality makes independent labels agree, per codebook unit. Spans,
+#: evidence values and reasons may differ between agreeing annotators.
+SOURCE_RISK_JUDGMENTS = ("predicates", "passage_support", "source_role")
+VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
+
+
+def judgments_of(annotation: dict[str, Any], unit_kind: str) -> tuple:
+    if unit_kind == CodebookUnit.TUPLE:
+        predicates = annotation.get("predicates") or {}
+        return (
+            tuple(predicates.get(key) for key in "IAMD"),
+            annotation.get("passage_support"),
+            annotation.get("source_role"),
+        )
+    verdicts = annotation.get("verdicts") or {}
+    return tuple((verdicts.get(key) or {}).get("value") for key in VERDICTS)
+
+
+def independent_heads(*, unit: Unit) -> list[Label]:
+    """Each annotator's latest independent revision on the unit, oldest annotator first."""
+    latest = (
+        Label.objects.filter(unit=unit, kind=LabelKind.INDEPENDENT)
+        .values("annotator_id")
+        .annotate(revision=Max("revision"))
+    )
+    wanted = {(row["annotator_id"], row["revision"]) for row in latest}
+    labels = Label.objects.filter(unit=unit, kind=LabelKind.INDEPENDENT).order_by("id")
+    return [label for label in labels if (label.annotator_id, label.revision) in wanted]
+
+
+def label_record(*, label: Label) -> dict[str, Any]:
+    study = Study.objects.select_related("codebook").get(pk=label.study_id)
+    return record_build(
+        study=study,
+        content=unit_content(unit=label.unit),
+        annotation=label.annotation,
+        parents=label.parents,
+    )
+
+
+def label_outcome(*, label: Label) -> LedgerEntry:
+    """Check the label's record and append its outcome to the claim ledger (once)."""
+    existing = LedgerEntry.objects.filter(record_digest=label.record_digest).first()
+    if existing is not None:
+        return existing
+    study = Study.objects.select_related("codebook").get(pk=label.study_id)
+    record = label_record(label=label)
+    result = check_record(record, codebook_registry())
+    entry, _ = ledger_append(
+        study=study, unit=label.unit, unit_digest=label.unit.digest, result=result, kind=label.kind
+    )
+    return entry
+
+
+def _merge_spans(annotations: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    merged: dict[str, dict[tuple, dict[str, Any]]] = {}
+    for annotation in annotations:
+        for judgment, spans in (annotation.get("spans") or {}).items():
+            for span in spans:
+                key = (span["snapshot"], span["start"], span["end"])
+                merged.setdefault(judgment, {})[key] = span
+    return {
+        judgment: [spans[key] for key in sorted(spans)]
+        for judgment, spans in sorted(merged.items())
+    }
+
+
+def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, Any]:
+    """The consensus of agreeing labels: their shared judgments, every annotator's evidence
+    spans (deduplicated), the mean of each evidence value; for claims, every annotator's
+    claims (ids prefixed by the annotator's position) and the shared verdicts."""
+    annotations = [label.annotation for label in heads]
+    first = annotations[0]
+    common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
+    if study.codebook.unit == CodebookUnit.TUPLE:
+        evidence = {
+            key: {
+                "value": fmean(a["evidence"][key]["value"] for a in annotations),
+                "weight": first["evidence"][key]["weight"],
+            }
+            for key in first["evidence"]
+        }
+        return {
+            **common,
+            "predicates": dict(first["predicates"]),
+            "passage_support": first["passage_support"],
+            "source_role": first["source_role"],
+            "spans": _merge_spans(annotations),
+            "evidence": evidence,
+            "rationale": None,
+        }
+    claims = [
+        {**claim, "id": f"a{position}-{claim['id']}"}
+        for position, annotation in enumerate(annotations, start=1)
+        for claim in annotation.get("claims") or []
+    ]
+    verdicts = {
+        key: {
+            "value": first["verdicts"][key]["value"],
+            "reason": " | ".join(a["verdicts"][key]["reason"] for a in annotations),
+        }
+        for key in VERDICTS
+    }
+    return {**common, "claims": claims, "verdicts": verdicts, "rationale": None}
+
+
+def unit_state_recompute(*, unit: Unit) -> tuple[str, Label | None]:
+    """open → partially_labelled → agreed (with a consensus record, no adjudicator) or
+    disputed → adjudicated. Returns the state and a consensus label created now, if any."""
+    unit = Unit.objects.select_related("study__codebook").get(pk=unit.pk)
+    study = unit.study
+    if unit.state == UnitState.ADJUDICATED:
+        return unit.state, None
+    heads = independent_heads(unit=unit)
+    consensus = None
+    if not heads:
+        state = UnitState.OPEN
+    elif len(heads) < study.overlap:
+        state = UnitState.PARTIALLY_LABELLED
+    elif len({judgments_of(h.annotation, study.codebook.unit) for h in heads}) == 1:
+        state = UnitState.AGREED
+        consensus = _consensus_create(study=study, unit=unit, heads=heads)
+    else:
+        state = UnitState.DISPUTED
+    priorities = list(
+        LedgerEntry.objects.filter(
+            record_digest__in=[h.record_digest for h in heads], priority__isnull=False
+        ).values_list("priority", flat=True)
+    )
+    Unit.objects.filter(pk=unit.pk).update(
+        state=state, priority=fmean(priorities) if priorities else None
+    )
+    return state, consensus
+
+
+def _final_record_fields(
+    *, study: Study, unit: Unit, annotation: dict[str, Any], heads: Sequence[Label]
+) -> tuple[dict[str, Any], list[str]]:
+    parents = sorted(h.record_digest for h in heads)
+    record = record_build(
+        study=study, content=unit_content(unit=unit), annotation=annotation, parents=parents
+    )
+    return record, parents
+
+
+def _consensus_create(*, study: Study, unit: Unit, heads: Sequence[Label]) -> Label | None:
+    annotation = consensus_annotation(study=study, heads=heads)
+    record, parents = _final_record_fields(
+        study=study, unit=unit, annotation=annotation, heads=heads
+    )
+    if Label.objects.filter(record_digest=record["record_digest"]).exists():
+        return None
+    result = check_record(record, codebook_registry())
+    if not result.ok:  # agreeing valid labels always merge into a valid record
+        raise LabelRefused(result.message or "refused", code=result.reason)
+    revision = Label.objects.filter(unit=unit, kind=LabelKind.CONSENSUS).count() + 1
+    return Label.objects.create(
+        study=study,
+        unit=unit,
+        kind=LabelKind.CONSENSUS,
+        revision=revision,
+        annotation=record["annotation"],
+        parents=parents,
+        record_digest=record["record_digest"],
+        codebook_digest=study.codebook.digest,
+    )
+
+
+class AdjudicationRefused(AnnotationError):
+    code = "adjudication_refused"
+
+
+def adjudication_submit(
+    *,
+    unit: Unit,
+    adjudicator: AbstractBaseUser,
+    annotation: dict[str, Any],
+    rationale: str,
+    client_submission_id: uuid.UUID | str,
+) -> Label:
+    """The adjudicator's final labels for a disputed unit: a new record whose parents are
+    the independent records (which stay unchanged), with a written rationale."""
+    submission_id = uuid.UUID(str(client_submission_id))
+    replay = Label.objects.filter(annotator=adjudicator, client_submission_id=submission_id).first()
+    if replay is not None:
+        return replay
+    if not (rationale or "").strip():
+        raise AdjudicationRefused("an adjudication needs a written rationale", code="no_rationale")
+    with transaction.atomic():
+        unit = Unit.objects.select_for_update().select_related("study__codebook").get(pk=unit.pk)
+        study = unit.study
+        if not study.memberships.filter(user=adjudicator, role=Role.ADJUDICATOR).exists():
+            raise AdjudicationRefused("not an adjudicator of this study", code="not_adjudicator")
+        heads = independent_heads(unit=unit)
+        if any(h.annotator_id == adjudicator.pk for h in heads):
+            raise AdjudicationRefused(
+                "you labelled this unit yourself; another adjudicator must resolve it",
+                code="own_unit",
+            )
+        if unit.state != UnitState.DISPUTED:
+            raise AdjudicationRefused(
+                f"this unit is {unit.get_state_display().lower()}, not disputed",
+                code="not_disputed",
+            )
+        final = {
+            **{k: v for k, v in annotation.items() if k not in ("kind", "annotator")},
+            "kind": LabelKind.ADJUDICATED.value,
+            "annotator": pseudonym_of(study=study, user=adjudicator),
+            "rationale": rationale.strip(),
+        }
+        final.setdefault("assisted", None)
+        record, parents = _final_record_fields(
+            study=study, unit=unit, annotation=final, heads=heads
+        )
+        result = check_record(record, codebook_registry())
+        if not result.ok:
+            raise LabelRefused(result.message or "refused", code=result.reason)
+        label = Label.objects.create(
+            study=study,
+            unit=unit,
+            annotator=adjudicator,
+            kind=LabelKind.ADJUDICATED,
+            revision=1,
+            annotation=record["annotation"],
+            parents=parents,
+            record_digest=record["record_digest"],
+            codebook_digest=study.codebook.digest,
+            client_submission_id=submission_id,
+        )
+        Unit.objects.filter(pk=unit.pk).update(state=UnitState.ADJUDICATED)
+        from annotator.adjudication.jobs import enqueue, label_adjudicated
+
+        enqueue(label_adjudicated, label.pk)
+    return label

@@ -1,0 +1,503 @@
+"""Pages for adjudicators: the queue of disputed units and the side-by-side page.
+
+Thin: access from ``annotator.access``; the rules (who may adjudicate what, the rationale,
+the record contract) live in ``annotator.adjudication.services.adjudication_submit``, which these
+pages call and whose refusals they show. Adjudicators see every independent label of the
+units they adjudicate, named by pseudonym; never a username.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, F, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotator.access import study_get_for_adjudicator, unit_get_for_adjudicator
+from annotator.adjudication.services import (
+    AdjudicationRefused,
+    adjudication_submit,
+    independent_heads,
+)
+from annotator.labelling.forms import SubmitForm, annotation_for_page, codebook_for_page
+from annotator.labelling.models import Assignment, Label, LabelKind
+from annotator.labelling.services import AnnotationError, LabelRefused, _annotation_from_input
+from audit.archive.models import CodebookUnit, Study, Unit, UnitState
+from audit.archive.records import UnitContent, unit_content
+
+#: How many disputed units the queue page lists at once (highest priority first).
+QUEUE_PAGE_SIZE = 100
+SPAN_JUDGMENTS = ("I", "A", "M", "D", "passage_support")
+
+
+def _refused_page(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    """A refusal the user may read: they are an adjudicator of the study."""
+    return render(request, "annotator/adjudicate_refused.html", {"message": str(exc)}, status=403)
+
+
+# --- the queue ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    disputed: int
+    adjudicated: int
+    agreed: int
+    yours: int  # disputed units this adjudicator labelled or holds: someone else resolves them
+    waiting: int  # disputed units in this adjudicator's queue
+
+
+def _own_units(*, study: Study, user: Any) -> tuple[QuerySet, QuerySet]:
+    return (
+        Assignment.objects.filter(study=study, annotator=user).values("unit_id"),
+        Label.objects.filter(study=study, annotator=user, kind=LabelKind.INDEPENDENT).values(
+            "unit_id"
+        ),
+    )
+
+
+def adjudication_queue_of(*, study: Study, user: Any) -> tuple[list[Unit], QueueCounts]:
+    """The disputed units ``user`` may adjudicate, highest priority first, and the study's
+    counts by state. Three queries, whatever the study's size."""
+    by_state = dict(
+        Unit.objects.filter(study=study)
+        .values_list("state")
+        .annotate(n=Count("pk"))
+        .values_list("state", "n")
+    )
+    assigned, labelled = _own_units(study=study, user=user)
+    queue = (
+        Unit.objects.filter(study=study, state=UnitState.DISPUTED)
+        .exclude(pk__in=assigned)
+        .exclude(pk__in=labelled)
+    )
+    waiting = queue.count()
+    units = list(
+        queue.select_related("observation__query", "observation__answer", "tuple__source")
+        .only(
+            "id",
+            "priority",
+            "partition",
+            "state",
+            "observation__query__text",
+            "observation__answer__service",
+            "observation__answer__mode",
+            "tuple__source__canonical_url",
+            "tuple__source__original_url",
+        )
+        .order_by(F("priority").desc(nulls_last=True), "id")[:QUEUE_PAGE_SIZE]
+    )
+    disputed = by_state.get(UnitState.DISPUTED, 0)
+    counts = QueueCounts(
+        disputed=disputed,
+        adjudicated=by_state.get(UnitState.ADJUDICATED, 0),
+        agreed=by_state.get(UnitState.AGREED, 0),
+        yours=disputed - waiting,
+        waiting=waiting,
+    )
+    return units, counts
+
+
+@login_required
+@require_GET
+def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
+    try:
+        study = study_get_for_adjudicator(user=request.user, slug=slug)
+    except PermissionDenied as exc:
+        return _refused_page(request, exc)
+    units, counts = adjudication_queue_of(study=study, user=request.user)
+    context = {
+        "study": study,
+        "units": units,
+        "counts": counts,
+        "is_tuple": study.codebook.unit == CodebookUnit.TUPLE,
+        "page_size": QUEUE_PAGE_SIZE,
+    }
+    return render(request, "annotator/adjudicate_queue.html", context)
+
+
+# --- the side-by-side page ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one column says about one field: a text, or a list (spans, claims)."""
+
+    text: str = ""
+    items: list[dict[str, Any]] = field(default_factory=list)
+    missing: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """One field of the annotation across the columns. ``kind`` says which input the
+    adjudicator's own value takes; spans rows follow their judgment's pick."""
+
+    field: str
+    label: str
+    kind: str
+    cells: list[Cell]
+    differs: bool
+    final: Cell | None = None
+    follows: str | None = None  # for spans rows: the judgment field they belong to
+
+    @property
+    def pickable(self) -> bool:
+        return self.kind not in {"spans", "note"}
+
+
+def _judgment_text(value: Any) -> str:
+    if value is None:
+        return "U"
+    return str(value)
+
+
+def _verdict_text(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return "unknown"
+
+
+def _differs(values: list[Any]) -> bool:
+    return len({json.dumps(value, sort_keys=True) for value in values}) > 1
+
+
+def _span_key(span: dict[str, Any]) -> tuple:
+    return (span.get("snapshot"), span.get("start"), span.get("end"))
+
+
+def _spans_cells(lists: list[list[dict[str, Any]]]) -> tuple[list[Cell], bool]:
+    keys = [{_span_key(span) for span in spans} for spans in lists]
+    shared = set.intersection(*keys) if keys else set()
+    cells = [
+        Cell(
+            text=f"{len(spans)} span{'s' if len(spans) != 1 else ''}",
+            items=[
+                {**span, "only_here": _span_key(span) not in shared}
+                for span in sorted(spans, key=_span_key)
+            ],
+        )
+        for spans in lists
+    ]
+    return cells, len({frozenset(k) for k in keys}) > 1
+
+
+def _value_cell(annotation: dict[str, Any] | None, get: Any, show: Any) -> tuple[Cell, Any]:
+    if annotation is None:
+        return Cell(), None
+    try:
+        value = get(annotation)
+    except (KeyError, TypeError, AttributeError):
+        return Cell(text="not answered", missing=True), None
+    return Cell(text=show(value)), value
+
+
+def _note_row(annotations: list[dict[str, Any]]) -> Row:
+    """Each annotator's own rationale: shown to the adjudicator, never taken over."""
+    cells = [
+        Cell(text=str(a.get("rationale") or "—"), missing=not a.get("rationale"))
+        for a in annotations
+    ]
+    return Row("note", "Annotator’s rationale", "note", cells, differs=False)
+
+
+def _source_risk_rows(
+    codebook: dict[str, Any],
+    annotations: list[dict[str, Any]],
+    final: dict[str, Any] | None,
+) -> list[Row]:
+    rows: list[Row] = []
+
+    def add(field_name: str, label: str, kind: str, get: Any, show: Any) -> None:
+        cells, values = [], []
+        for annotation in annotations:
+            cell, value = _value_cell(annotation, get, show)
+            cells.append(cell)
+            values.append(value)
+        final_cell = _value_cell(final, get, show)[0] if final is not None else None
+        rows.append(Row(field_name, label, kind, cells, _differs(values), final_cell))
+
+    def add_spans(judgment: str, label: str, follows: str) -> None:
+        lists = [(a.get("spans") or {}).get(judgment) or [] for a in annotations]
+        cells, differs = _spans_cells(lists)
+        final_cell = None
+        if final is not None:
+            final_cell = _spans_cells([(final.get("spans") or {}).get(judgment) or []])[0][0]
+        name = f"Spans for {label}"
+        rows.append(Row(f"spans-{judgment}", name, "spans", cells, differs, final_cell, follows))
+
+    for item in codebook.get("predicates", []):
+        key = item["key"]
+        add(
+            f"pred-{key}",
+            f"{key} · {item['label']}",
+            "judgment",
+            lambda a, key=key: a["predicates"][key],
+            _judgment_text,
+        )
+        add_spans(key, key, f"pred-{key}")
+    support = codebook["passage_support"]["label"]
+    add("passage_support", support, "judgment", lambda a: a["passage_support"], _judgment_text)
+    add_spans("passage_support", support, "passage_support")
+    roles = {role["key"]: role["label"] for role in codebook.get("source_roles", [])}
+    add(
+        "source_role",
+        "Source role",
+        "role",
+        lambda a: a["source_role"],
+        lambda value: roles.get(value, str(value)),
+    )
+    for item in codebook.get("evidence_dimensions", []):
+        key = item["key"]
+        add(
+            f"evidence-{key}",
+            item["label"],
+            "evidence",
+            lambda a, key=key: a["evidence"][key],
+            lambda value: "—" if value is None else f"{float(value):g}",
+        )
+    rows.append(_note_row(annotations))
+    return rows
+
+
+def _claim_item(claim: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
+    quote = claim.get("quote_span") or None
+    return {
+        "id": claim.get("id"),
+        "span": claim.get("span") or {},
+        "quote_span": quote,
+        "source": sources.get(claim.get("source_digest") or "", "no source"),
+        "supported": _verdict_text(claim.get("supported")),
+        "accurate": _verdict_text(claim.get("accurate")),
+        "kind": claim.get("kind"),
+        "reason": claim.get("reason") or "",
+    }
+
+
+def _claim_identity(claim: dict[str, Any]) -> str:
+    shown = {key: value for key, value in claim.items() if key not in {"id", "reason"}}
+    return json.dumps(shown, sort_keys=True)
+
+
+def _answer_claims_rows(
+    codebook: dict[str, Any],
+    annotations: list[dict[str, Any]],
+    final: dict[str, Any] | None,
+    sources: dict[str, str],
+) -> list[Row]:
+    rows: list[Row] = []
+
+    def verdict_cell(annotation: dict[str, Any], key: str) -> tuple[Cell, Any]:
+        verdict = (annotation.get("verdicts") or {}).get(key)
+        if not isinstance(verdict, dict):
+            return Cell(text="not answered", missing=True), None
+        value = verdict.get("value")
+        reason = {"reason": verdict.get("reason") or ""}
+        return Cell(text=_verdict_text(value), items=[reason]), value
+
+    for item in codebook.get("verdicts", []):
+        key = item["key"]
+        pairs = [verdict_cell(annotation, key) for annotation in annotations]
+        final_cell = verdict_cell(final, key)[0] if final is not None else None
+        differs = _differs([value for _, value in pairs])
+        cells = [cell for cell, _ in pairs]
+        rows.append(Row(f"verdict-{key}", item["label"], "verdict", cells, differs, final_cell))
+
+    def claims_cell(annotation: dict[str, Any]) -> Cell:
+        claims = [c for c in annotation.get("claims") or [] if isinstance(c, dict)]
+        return Cell(
+            text=f"{len(claims)} claim{'s' if len(claims) != 1 else ''}",
+            items=[_claim_item(claim, sources) for claim in claims],
+        )
+
+    identities = [
+        sorted(_claim_identity(c) for c in a.get("claims") or [] if isinstance(c, dict))
+        for a in annotations
+    ]
+    rows.append(
+        Row(
+            "claims",
+            "Claims",
+            "claims",
+            [claims_cell(a) for a in annotations],
+            _differs(identities),
+            claims_cell(final) if final is not None else None,
+        )
+    )
+    rows.append(_note_row(annotations))
+    return rows
+
+
+def _texts(content: UnitContent) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    texts = {"query": content.query["text"], "answer": content.answer["text"]}
+    if content.codebook_unit == CodebookUnit.TUPLE:
+        texts["source"] = content.source["text"]
+        return texts, []
+    sources = [
+        {
+            "index": index,
+            "digest": source["digest"],
+            "label": f"Source {index + 1}",
+            "url": source["canonical_url"] or source["original_url"],
+            "text": source["text"],
+            "rank": source.get("rank"),
+            "collected_at": source.get("collected_at"),
+        }
+        for index, source in enumerate(content.sources)
+    ]
+    return texts, sources
+
+
+def _page_context(
+    unit: Unit,
+    *,
+    client_submission_id: str | None = None,
+    restored: dict[str, Any] | None = None,
+    rationale: str = "",
+    error: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    study = unit.study
+    codebook = codebook_for_page(study.codebook.definition)
+    content = unit_content(unit=unit)
+    texts, sources = _texts(content)
+    is_tuple = content.codebook_unit == CodebookUnit.TUPLE
+    shows_labels = unit.state in (UnitState.DISPUTED, UnitState.ADJUDICATED)
+    heads = independent_heads(unit=unit) if shows_labels else []
+    final = None
+    if unit.state == UnitState.ADJUDICATED:
+        final = Label.objects.filter(unit=unit, kind=LabelKind.ADJUDICATED).order_by("-id").first()
+    columns = [
+        {
+            "index": index,
+            "pseudonym": head.annotation.get("annotator") or f"annotator {index + 1}",
+            "record_digest": head.record_digest,
+            "revision": head.revision,
+            "created_at": head.created_at,
+            "annotation": annotation_for_page(head.annotation),
+        }
+        for index, head in enumerate(heads)
+    ]
+    annotations = [column["annotation"] for column in columns]
+    final_annotation = annotation_for_page(final.annotation) if final is not None else None
+    source_names = {source["digest"]: source["label"] for source in sources}
+    if not columns:
+        rows: list[Row] = []
+    elif is_tuple:
+        rows = _source_risk_rows(codebook, annotations, final_annotation)
+    else:
+        rows = _answer_claims_rows(codebook, annotations, final_annotation, source_names)
+    pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
+    editable = unit.state == UnitState.DISPUTED and bool(columns)
+    page_data = {
+        "unit": content.codebook_unit,
+        "unit_id": unit.pk,
+        "editable": editable,
+        "texts": texts,
+        "sources": [{k: s[k] for k in ("digest", "label", "text")} for s in sources],
+        "codebook": codebook,
+        "columns": [{"pseudonym": c["pseudonym"], "annotation": c["annotation"]} for c in columns],
+        "final": final_annotation,
+        "restored": restored,
+        "span_judgments": list(SPAN_JUDGMENTS) if is_tuple else [],
+    }
+    return {
+        "study": study,
+        "unit": unit,
+        "codebook": codebook,
+        "is_tuple": is_tuple,
+        "query": content.query,
+        "answer": content.answer,
+        "source": content.sources[0] if is_tuple else None,
+        "sources": sources,
+        "columns": columns,
+        "rows": rows,
+        "final": final,
+        "final_annotation": final_annotation,
+        "parents": [
+            {"digest": digest, "pseudonym": pseudonyms.get(digest)}
+            for digest in (final.parents if final is not None else [])
+        ],
+        "editable": editable,
+        "page_data": page_data,
+        "client_submission_id": client_submission_id or str(uuid.uuid4()),
+        "rationale": rationale,
+        "error": error,
+    }
+
+
+class AdjudicationForm(SubmitForm):
+    """The final annotation (JSON), the client's id for it, the rationale (the service
+    refuses an empty one) and the page's own state, given back after a refusal."""
+
+    rationale = forms.CharField(required=False, strip=False, max_length=20_000)
+    page_state = forms.CharField(required=False, strip=False, max_length=2_000_000)
+
+    def page_state_value(self) -> dict[str, Any] | None:
+        try:
+            value = json.loads(self.data.get("page_state") or "null")
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
+    try:
+        unit = unit_get_for_adjudicator(user=request.user, unit_id=unit_id)
+    except PermissionDenied as exc:
+        return _refused_page(request, exc)
+    if request.method == "GET":
+        return render(request, "annotator/adjudicate_unit.html", _page_context(unit))
+
+    form = AdjudicationForm(request.POST)
+    submission_id = request.POST.get("client_submission_id") or None
+
+    def refused(code: str, sentence: str) -> HttpResponse:
+        context = _page_context(
+            unit,
+            client_submission_id=submission_id,
+            restored=form.page_state_value(),
+            rationale=request.POST.get("rationale", ""),
+            error=(code, sentence),
+        )
+        return render(request, "annotator/adjudicate_unit.html", context, status=400)
+
+    if not form.is_valid():
+        problem = next(iter(form.errors.as_data().items()))
+        error = problem[1][0]
+        return refused(error.code or "invalid", f"{problem[0]}: {' '.join(error.messages)}")
+    study = unit.study
+    annotation = _annotation_from_input(
+        study=study,
+        data=form.cleaned_data["annotation"],
+        pseudonym="",  # the service names the adjudicator
+        kind=LabelKind.ADJUDICATED.value,
+    )
+    try:
+        label = adjudication_submit(
+            unit=unit,
+            adjudicator=request.user,
+            annotation=annotation,
+            rationale=form.cleaned_data["rationale"],
+            client_submission_id=form.cleaned_data["client_submission_id"],
+        )
+    except (AdjudicationRefused, LabelRefused, AnnotationError) as exc:
+        return refused(exc.code, exc.message)
+    messages.success(
+        request,
+        f"Unit {unit.pk} adjudicated: final record {label.record_digest[:12]}… stored with "
+        f"{len(label.parents)} parents.",
+    )
+    return redirect("adjudication-queue", slug=study.slug)

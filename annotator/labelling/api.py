@@ -1,0 +1,619 @@
+"""REST API for annotation: one class per operation, nested Input/Output serializers.
+
+Access goes through ``annotator.access`` (someone else's assignment is 404, a study one
+is not an annotator of is 403); every write calls ``annotator.labelling.services``. What an
+annotator must never see — other annotators, how many label a unit, its priority or
+state, the evidence weights that make the priority — is simply not in any serializer here.
+
+Preconditions (docs/api.md):
+- a draft's ETag is ``"draft-<version>"``; a PUT on an existing draft needs a matching
+  ``If-Match`` (428 without one, 412 with a stale one);
+- a label's ETag is its quoted record digest; a submission names the revision it edits
+  in ``If-Match`` (no header: the first submission); a stale one answers 409 with the
+  latest revision, as the design says; a malformed ``If-Match`` answers 400.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from annotator.access import assignment_get_for_annotator, study_get_for_annotator
+from annotator.filters import (
+    AssignmentFilter,
+    ListPagination,
+    StrictQueryParams,
+    assignments_of_annotator,
+    filter_parameters,
+)
+from annotator.labelling.models import Assignment, Draft, Label
+from annotator.labelling.selectors import draft_of, label_head, labels_of_assignment, unit_content
+from annotator.labelling.services import (
+    AnnotationError,
+    DraftConflict,
+    StaleRevision,
+    assignment_next,
+    draft_save,
+    label_submit,
+)
+from audit.archive.models import CodebookUnit
+
+INVALID_IF_MATCH = "invalid_if_match"
+IF_MATCH_REQUIRED = "if_match_required"
+ASSISTED_MODEL_MAX = 200  # Label.assisted_model
+
+# --- entity tags -------------------------------------------------------------------
+
+_ETAG = re.compile(r'^(?:W/)?(?:"([^",\s]+)"|([^",\s]+))$')
+_DRAFT_TAG = re.compile(r"^draft-(\d{1,9})$")
+_DIGEST_TAG = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+def draft_etag(version: int) -> str:
+    return f'"draft-{version}"'
+
+
+def label_etag(label: Label) -> str:
+    return f'"{label.record_digest}"'
+
+
+def _if_match_tags(request: Request) -> list[str] | None:
+    """The opaque tags of If-Match (weak prefix and quotes removed), ``["*"]`` for a
+    wildcard, ``None`` when the header is absent. Raises on an unreadable header."""
+    raw = request.headers.get("If-Match")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if raw == "*":
+        return ["*"]
+    tags = []
+    for part in raw.split(","):
+        match = _ETAG.match(part.strip())
+        if match is None:
+            raise _Refusal(
+                INVALID_IF_MATCH,
+                f"If-Match is not a list of entity tags: {raw!r}",
+                status.HTTP_400_BAD_REQUEST,
+            )
+        tags.append(match.group(1) or match.group(2))
+    return tags
+
+
+class _Refusal(Exception):
+    """An HTTP answer decided while reading the request; turned into a Response below."""
+
+    def __init__(self, reason: str, message: str, code: int, **extra: Any) -> None:
+        super().__init__(message)
+        self.body = {"reason": reason, "message": message, **extra}
+        self.code = code
+        self.headers: dict[str, str] = {}
+
+
+# --- what an annotator may read ----------------------------------------------------------
+# The evidence weights make the review priority, which annotators never see (DESIGN.md);
+# they stay on the server, as on the annotation pages. Evidence is shown as the values
+# the annotator gave, the same shape a submission sends.
+
+
+def codebook_for_annotator(definition: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(definition)
+    if isinstance(shown.get("evidence_dimensions"), list):
+        shown["evidence_dimensions"] = [
+            {key: value for key, value in item.items() if key != "weight"}
+            if isinstance(item, dict)
+            else item
+            for item in shown["evidence_dimensions"]
+        ]
+    return shown
+
+
+def annotation_for_annotator(annotation: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(annotation)
+    if isinstance(shown.get("evidence"), dict):
+        shown["evidence"] = {
+            key: item.get("value") if isinstance(item, dict) else item
+            for key, item in shown["evidence"].items()
+        }
+    return shown
+
+
+def _error(exc: AnnotationError, code: int, **extra: Any) -> Response:
+    return Response({"reason": exc.code, "message": exc.message, **extra}, status=code)
+
+
+# --- serializers shared by several operations ------------------------------------------
+
+
+class ErrorOutput(serializers.Serializer):
+    reason = serializers.CharField(help_text="Machine-readable reason code.")
+    message = serializers.CharField(help_text="A sentence for people.")
+
+    class Meta:
+        ref_name = "AnnotationError"
+
+
+class DraftOutput(serializers.Serializer):
+    payload = serializers.DictField()
+    version = serializers.IntegerField()
+    etag = serializers.SerializerMethodField(help_text='The If-Match value: "draft-<version>".')
+    updated_at = serializers.DateTimeField()
+
+    class Meta:
+        ref_name = "Draft"
+
+    def get_etag(self, draft: Draft) -> str:
+        return draft_etag(draft.version)
+
+
+class AssistedOutput(serializers.Serializer):
+    model = serializers.CharField(help_text="Identity of the model or judge that pre-filled it.")
+
+    class Meta:
+        ref_name = "Assisted"
+
+
+class LabelOutput(serializers.Serializer):
+    revision = serializers.IntegerField()
+    record_digest = serializers.CharField()
+    etag = serializers.SerializerMethodField(help_text="The If-Match value of a revision.")
+    parents = serializers.ListField(child=serializers.CharField())
+    annotation = serializers.SerializerMethodField(
+        help_text="As stored, except evidence: the values you gave, without weights."
+    )
+    assisted = serializers.SerializerMethodField()
+    client_submission_id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+
+    class Meta:
+        ref_name = "Label"
+
+    def get_etag(self, label: Label) -> str:
+        return label_etag(label)
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_annotation(self, label: Label) -> dict[str, Any]:
+        return annotation_for_annotator(label.annotation)
+
+    @extend_schema_field(AssistedOutput(allow_null=True))
+    def get_assisted(self, label: Label) -> dict[str, Any] | None:
+        assisted = label.annotation.get("assisted")
+        return assisted if isinstance(assisted, dict) else None
+
+
+class UnitOutput(serializers.Serializer):
+    """The unit as docs/formats.md writes it: ``source`` for a tuple unit, ``sources``
+    (citation order) for an answer unit. No sampling, no pipeline: nothing that hints at
+    a stratum or a risk band."""
+
+    kind = serializers.ChoiceField(choices=CodebookUnit.choices, source="codebook_unit")
+    digest = serializers.CharField(help_text="tuple_digest (tuple units) or unit_digest.")
+    query = serializers.DictField()
+    answer = serializers.DictField()
+    source = serializers.DictField(required=False, help_text="Tuple units only.")
+    sources = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text="Answer units only."
+    )
+
+    class Meta:
+        ref_name = "Unit"
+
+    def to_representation(self, content: Any) -> dict[str, Any]:
+        data = {
+            "kind": content.codebook_unit,
+            "digest": content.digest,
+            "query": content.query,
+            "answer": content.answer,
+        }
+        if content.codebook_unit == CodebookUnit.TUPLE:
+            data["source"] = content.source
+        else:
+            data["sources"] = content.sources
+        return data
+
+
+class CodebookOutput(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    definition = serializers.DictField(
+        help_text="The codebook file (docs/formats.md) without the evidence weights."
+    )
+
+    class Meta:
+        ref_name = "Codebook"
+
+
+class AssignmentRowOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    study = serializers.CharField(source="study.slug")
+    query = serializers.CharField(source="unit.observation.query.text")
+    assigned_at = serializers.DateTimeField()
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    submitted = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        ref_name = "AssignmentRow"
+
+    def get_submitted(self, assignment: Assignment) -> bool:
+        return assignment.submitted_at is not None
+
+    def get_url(self, assignment: Assignment) -> str:
+        return reverse("api-assignment", args=[assignment.pk], request=self.context.get("request"))
+
+
+class AssignmentDetailOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    study = serializers.CharField()
+    assigned_at = serializers.DateTimeField()
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    unit = UnitOutput()
+    codebook = CodebookOutput()
+    draft = DraftOutput(allow_null=True, help_text="Your draft, or null.")
+    head = LabelOutput(allow_null=True, help_text="Your latest submitted revision, or null.")
+
+    class Meta:
+        ref_name = "AssignmentDetail"
+
+
+def assignment_detail(assignment: Assignment) -> dict[str, Any]:
+    """Everything the caller needs to annotate: a fixed number of queries."""
+    study = assignment.study
+    return AssignmentDetailOutput(
+        {
+            "id": assignment.pk,
+            "study": study.slug,
+            "assigned_at": assignment.assigned_at,
+            "submitted_at": assignment.submitted_at,
+            "unit": unit_content(unit=assignment.unit),
+            "codebook": {
+                "name": study.codebook.name,
+                "version": study.codebook.version,
+                "definition": codebook_for_annotator(study.codebook.definition),
+            },
+            "draft": draft_of(assignment=assignment),
+            "head": label_head(assignment=assignment),
+        }
+    ).data
+
+
+# --- the API classes ------------------------------------------------------------------
+
+
+class AnnotatorApi(StrictQueryParams, APIView):
+    """Token first, so that an anonymous script gets 401 with ``WWW-Authenticate``."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, _Refusal):
+            return Response(exc.body, status=exc.code, headers=exc.headers)
+        return super().handle_exception(exc)
+
+
+_NOT_FOUND = OpenApiResponse(description="No such assignment, or it is not yours.")
+_FORBIDDEN = OpenApiResponse(description="You are not an annotator of this study.")
+_BAD_QUERY = OpenApiResponse(description="Unknown query parameter or invalid filter value.")
+
+
+class AssignmentListApi(AnnotatorApi):
+    filterset_class = AssignmentFilter
+    pagination_class = ListPagination
+
+    @extend_schema(
+        operation_id="assignments_list",
+        parameters=filter_parameters(AssignmentFilter),
+        responses={200: AssignmentRowOutput(many=True), 400: _BAD_QUERY, 403: _FORBIDDEN},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """Your own assignments in the study, newest first."""
+        study = study_get_for_annotator(user=request.user, slug=slug)
+        assignments = self.filter_queryset(
+            assignments_of_annotator(study=study, annotator=request.user)
+        )
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(assignments, request, view=self)
+        data = AssignmentRowOutput(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
+
+
+class AssignmentNextApi(AnnotatorApi):
+    @extend_schema(
+        operation_id="assignments_next",
+        request=None,
+        responses={
+            201: AssignmentDetailOutput,
+            200: AssignmentDetailOutput,
+            204: OpenApiResponse(description="Nothing is left for you in this study."),
+            403: _FORBIDDEN,
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Your next unit: 201 when a new one is handed out, 200 when your unfinished
+        assignment comes back (it does until it is submitted), 204 when nothing is left."""
+        study = study_get_for_annotator(user=request.user, slug=slug)
+        had_open = Assignment.objects.filter(
+            study=study, annotator=request.user, submitted_at__isnull=True
+        ).exists()
+        assignment = assignment_next(study=study, annotator=request.user)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment.pk)
+        if had_open:
+            return Response(assignment_detail(assignment))
+        location = reverse("api-assignment", args=[assignment.pk], request=request)
+        return Response(
+            assignment_detail(assignment),
+            status=status.HTTP_201_CREATED,
+            headers={"Location": location},
+        )
+
+
+class AssignmentDetailApi(AnnotatorApi):
+    @extend_schema(
+        operation_id="assignments_retrieve",
+        responses={200: AssignmentDetailOutput, 404: _NOT_FOUND},
+    )
+    def get(self, request: Request, assignment_id: int) -> Response:
+        """The unit to annotate, the codebook, your draft and your latest revision."""
+        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
+        return Response(assignment_detail(assignment))
+
+
+_IF_MATCH_DRAFT = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    description='The draft version you last saw, as its ETag: "draft-<version>" (W/ allowed), '
+    "or * for any existing draft. Required once the draft exists; "
+    'without a draft, leave it out (or send "draft-0").',
+)
+_IF_MATCH_LABEL = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    description="The record digest of the revision this submission edits, quoted. "
+    "Leave it out for the first submission.",
+)
+
+
+class DraftSaveApi(AnnotatorApi):
+    class Input(serializers.Serializer):
+        payload = serializers.DictField(help_text="Any JSON object: the form's state.")
+
+        class Meta:
+            ref_name = "DraftInput"
+
+    class PreconditionOutput(ErrorOutput):
+        version = serializers.IntegerField(help_text="The current draft version.")
+        etag = serializers.CharField()
+
+        class Meta:
+            ref_name = "DraftPrecondition"
+
+    @extend_schema(
+        operation_id="assignment_draft_save",
+        request=Input,
+        parameters=[_IF_MATCH_DRAFT],
+        responses={
+            200: DraftOutput,
+            201: DraftOutput,
+            400: OpenApiResponse(description="The body names the invalid field."),
+            404: _NOT_FOUND,
+            412: PreconditionOutput,
+            428: PreconditionOutput,
+        },
+    )
+    def put(self, request: Request, assignment_id: int) -> Response:
+        """Autosave your draft. 201 creates it, 200 replaces it; the ETag header is the
+        new version's."""
+        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
+        payload = self.Input(data=request.data)
+        payload.is_valid(raise_exception=True)
+        tags = _if_match_tags(request)
+        base_version = self._base_version(assignment, tags)
+        try:
+            draft = draft_save(
+                assignment=assignment,
+                payload=payload.validated_data["payload"],
+                base_version=base_version,
+            )
+        except DraftConflict as exc:
+            if tags is None:
+                raise self._precondition(
+                    IF_MATCH_REQUIRED,
+                    "this draft exists: send If-Match with the version you last saw "
+                    f"({draft_etag(exc.draft.version)} is the current one)",
+                    exc.draft.version,
+                    status.HTTP_428_PRECONDITION_REQUIRED,
+                ) from None
+            raise self._precondition(
+                exc.code, exc.message, exc.draft.version, status.HTTP_412_PRECONDITION_FAILED
+            ) from None
+        except AnnotationError as exc:
+            return _error(exc, status.HTTP_400_BAD_REQUEST)
+        code = status.HTTP_201_CREATED if draft.version == 1 else status.HTTP_200_OK
+        return Response(
+            DraftOutput(draft).data, status=code, headers={"ETag": draft_etag(draft.version)}
+        )
+
+    def _base_version(self, assignment: Assignment, tags: list[str] | None) -> int | None:
+        if tags is None:
+            return 0  # "there is no draft yet": a conflict here means If-Match was required
+        current = draft_of(assignment=assignment)
+        current_version = current.version if current else 0
+        if tags == ["*"]:
+            if current is None:
+                raise self._precondition(
+                    DraftConflict.code,
+                    "If-Match: * needs an existing draft, and there is none",
+                    0,
+                    status.HTTP_412_PRECONDITION_FAILED,
+                )
+            return None
+        versions = [int(m.group(1)) for tag in tags if (m := _DRAFT_TAG.match(tag))]
+        if current_version in versions:
+            return current_version
+        raise self._precondition(
+            DraftConflict.code,
+            f"If-Match names {', '.join(tags)}, but the draft is at "
+            f"{draft_etag(current_version)}; reload to continue from the newest version",
+            current_version,
+            status.HTTP_412_PRECONDITION_FAILED,
+        )
+
+    def _precondition(self, reason: str, message: str, version: int, code: int) -> _Refusal:
+        refusal = _Refusal(reason, message, code, version=version, etag=draft_etag(version))
+        refusal.headers["ETag"] = draft_etag(version)
+        return refusal
+
+
+class LabelsApi(AnnotatorApi):
+    """Your revisions of one unit (GET) and submissions (POST). Only POST is throttled."""
+
+    throttle_scope = "submit"
+
+    class AssistedInput(serializers.Serializer):
+        model = serializers.CharField(max_length=ASSISTED_MODEL_MAX)
+
+        class Meta:
+            ref_name = "AssistedInput"
+
+    class Input(serializers.Serializer):
+        annotation = serializers.DictField(
+            help_text="The annotation as docs/formats.md writes it; kind and annotator "
+            "are set by the server."
+        )
+        client_submission_id = serializers.UUIDField(
+            help_text="Your id for this submission: sending it again returns the same label."
+        )
+        assisted = serializers.DictField(
+            required=False,
+            allow_null=True,
+            help_text='Same as annotation.assisted: {"model": "<identity>"} for a label '
+            "pre-filled by a model or judge.",
+        )
+
+        class Meta:
+            ref_name = "LabelInput"
+
+        def validate_assisted(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+            if value is None:
+                return None
+            nested = LabelsApi.AssistedInput(data=value)
+            nested.is_valid(raise_exception=True)
+            if set(value) != {"model"}:
+                raise serializers.ValidationError('exactly one key, "model", is expected')
+            return dict(nested.validated_data)
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            annotation = dict(data["annotation"])
+            assisted = data.get("assisted")
+            if assisted is not None:
+                if annotation.get("assisted") not in (None, assisted):
+                    raise serializers.ValidationError(
+                        {"assisted": ["differs from annotation.assisted; send one of them"]}
+                    )
+                annotation["assisted"] = assisted
+            nested = annotation.get("assisted")
+            model = nested.get("model") if isinstance(nested, dict) else None
+            if isinstance(model, str) and len(model) > ASSISTED_MODEL_MAX:
+                raise serializers.ValidationError(
+                    {"annotation": [f"assisted.model: at most {ASSISTED_MODEL_MAX} characters"]}
+                )
+            data["annotation"] = annotation
+            return data
+
+    class StaleOutput(ErrorOutput):
+        latest = LabelOutput(allow_null=True, help_text="Your latest revision.")
+
+        class Meta:
+            ref_name = "StaleRevision"
+
+    def get_throttles(self) -> list[Any]:
+        if self.request.method == "POST":
+            return [ScopedRateThrottle()]
+        return super().get_throttles()
+
+    @extend_schema(
+        operation_id="assignment_labels_list",
+        responses={200: LabelOutput(many=True), 404: _NOT_FOUND},
+    )
+    def get(self, request: Request, assignment_id: int) -> Response:
+        """Your submitted revisions of this assignment's unit, oldest first."""
+        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
+        return Response(LabelOutput(labels_of_assignment(assignment=assignment), many=True).data)
+
+    @extend_schema(
+        operation_id="assignment_labels_submit",
+        request=Input,
+        parameters=[_IF_MATCH_LABEL],
+        responses={
+            201: LabelOutput,
+            200: OpenApiResponse(LabelOutput, description="Replay: the label already made."),
+            400: OpenApiResponse(
+                ErrorOutput,
+                description="The record contract refused the annotation (reason = the "
+                "checker's code), or the body or If-Match is invalid (the field is named).",
+            ),
+            404: _NOT_FOUND,
+            409: StaleOutput,
+            429: OpenApiResponse(OpenApiTypes.OBJECT, description="Throttled: see Retry-After."),
+        },
+    )
+    def post(self, request: Request, assignment_id: int) -> Response:
+        """Submit a revision. Idempotent per client_submission_id; checked by the record
+        contract; a submission editing an outdated revision answers 409 and stores nothing."""
+        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
+        payload = self.Input(data=request.data)
+        payload.is_valid(raise_exception=True)
+        parent = self._parent_digest(_if_match_tags(request))
+        try:
+            submission = label_submit(
+                assignment=assignment,
+                annotation=payload.validated_data["annotation"],
+                client_submission_id=payload.validated_data["client_submission_id"],
+                parent_digest=parent,
+            )
+        except StaleRevision as exc:
+            latest = LabelOutput(exc.head).data if exc.head is not None else None
+            headers = {"ETag": label_etag(exc.head)} if exc.head is not None else {}
+            return Response(
+                {"reason": exc.code, "message": exc.message, "latest": latest},
+                status=status.HTTP_409_CONFLICT,
+                headers=headers,
+            )
+        except AnnotationError as exc:
+            return _error(exc, status.HTTP_400_BAD_REQUEST)
+        code = status.HTTP_200_OK if submission.replayed else status.HTTP_201_CREATED
+        return Response(
+            LabelOutput(submission.label).data,
+            status=code,
+            headers={"ETag": label_etag(submission.label)},
+        )
+
+    def _parent_digest(self, tags: list[str] | None) -> str | None:
+        if tags is None:
+            return None
+        if len(tags) == 1 and _DIGEST_TAG.match(tags[0]):
+            return tags[0].lower()
+        raise _Refusal(
+            INVALID_IF_MATCH,
+            "If-Match must be the one record digest of the revision this submission edits "
+            "(leave it out for the first submission)",
+            status.HTTP_400_BAD_REQUEST,
+        )

@@ -1,0 +1,231 @@
+"""Input parsing and page data for the annotation pages.
+
+The forms only read the request: the rules on annotations live in the record contract,
+called by ``annotator.labelling.services``. The ``*_for_page`` helpers shape what a page may show an
+annotator — never a weight, a priority or anything about other people.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+MAX_JSON_CHARS = 2_000_000
+
+
+def _json_object(raw: str, what: str) -> dict[str, Any]:
+    if len(raw) > MAX_JSON_CHARS:
+        raise forms.ValidationError(f"the {what} is too large", code="too_large")
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise forms.ValidationError(
+            f"the {what} is not valid JSON ({exc.msg} at character {exc.pos})", code="bad_json"
+        ) from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"the {what} must be a JSON object", code="not_an_object")
+    return value
+
+
+class DraftForm(forms.Form):
+    """Autosave: the work in progress and the draft version the client last saw."""
+
+    payload = forms.CharField(strip=False)
+    version = forms.IntegerField(required=False, min_value=0)
+
+    def clean_payload(self) -> dict[str, Any]:
+        return _json_object(self.cleaned_data["payload"], "draft")
+
+
+class SubmitForm(forms.Form):
+    """A submission: the annotation, the client's id for it and the revision it edits."""
+
+    annotation = forms.CharField(strip=False)
+    client_submission_id = forms.UUIDField()
+    parent_digest = forms.RegexField(regex=r"^[0-9a-f]{64}$", required=False)
+
+    def clean_annotation(self) -> dict[str, Any]:
+        return _json_object(self.cleaned_data["annotation"], "annotation")
+
+    def clean_parent_digest(self) -> str | None:
+        return self.cleaned_data.get("parent_digest") or None
+
+    @property
+    def raw_annotation(self) -> dict[str, Any] | None:
+        """The annotation as sent, when it parses, even if another field is invalid."""
+        try:
+            return _json_object(self.data.get("annotation", ""), "annotation")
+        except forms.ValidationError:
+            return None
+
+
+def annotation_for_page(annotation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored or submitted annotation as the form edits it: evidence as plain values (the
+    codebook's weights stay on the server) and without the fields only the server sets."""
+    if not isinstance(annotation, dict):
+        return None
+    shown = {
+        key: value
+        for key, value in annotation.items()
+        if key not in {"kind", "annotator", "assisted"}
+    }
+    evidence = shown.get("evidence")
+    if isinstance(evidence, dict):
+        shown["evidence"] = {
+            key: value.get("value") if isinstance(value, dict) else value
+            for key, value in evidence.items()
+        }
+    return shown
+
+
+def codebook_for_page(definition: dict[str, Any]) -> dict[str, Any]:
+    """What the form shows of a codebook: definitions, labels and shortcuts. Evidence
+    weights are left out: they make the review priority, which annotators never see."""
+    page: dict[str, Any] = {
+        "name": definition.get("name"),
+        "version": definition.get("version"),
+        "unit": definition.get("unit"),
+        "title": definition.get("title"),
+        "description": definition.get("description"),
+    }
+    if definition.get("unit") == "tuple":
+        page["predicates"] = [
+            {
+                "key": item["key"],
+                "label": item.get("label", item["key"]),
+                "definition": item.get("definition", ""),
+                "shortcut": item.get("shortcut"),
+            }
+            for item in definition.get("predicates", [])
+        ]
+        support = definition.get("passage_support") or {}
+        page["passage_support"] = {
+            "label": support.get("label", "Passage support"),
+            "definition": support.get("definition", ""),
+        }
+        page["source_roles"] = [
+            {
+                "key": item["key"],
+                "label": item.get("label", item["key"]),
+                "look_for": item.get("look_for", ""),
+            }
+            for item in definition.get("source_roles", [])
+        ]
+        page["evidence_dimensions"] = [
+            {
+                "key": item["key"],
+                "label": item.get("label", item["key"]),
+                "definition": item.get("definition", ""),
+            }
+            for item in definition.get("evidence_dimensions", [])
+        ]
+    else:
+        page["verdicts"] = [
+            {
+                "key": item["key"],
+                "label": item.get("label", item["key"]),
+                "definition": item.get("definition", ""),
+            }
+            for item in definition.get("verdicts", [])
+        ]
+        page["claim_kinds"] = [
+            {
+                "key": item["key"],
+                "label": item.get("label", item["key"]),
+                "definition": item.get("definition", ""),
+            }
+            for item in definition.get("claim_kinds", [])
+        ]
+    return page
+
+
+def _judgment_text(value: Any) -> str:
+    if value is None:
+        return "U"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
+
+
+def _verdict_text(value: Any) -> str:
+    return "unknown" if value is None else _judgment_text(value)
+
+
+def _span_text(span: Any) -> str:
+    if not isinstance(span, dict):
+        return "—"
+    return (
+        f"{span.get('snapshot', '?')} [{span.get('start', '?')}, {span.get('end', '?')}): "
+        f"“{span.get('quote', '')}”"
+    )
+
+
+def annotation_rows(annotation: dict[str, Any] | None, codebook: dict[str, Any]) -> list:
+    """An annotation as (label, text) rows, for showing two versions side by side. Forgiving:
+    a refused submission may be malformed and is still shown as far as it goes."""
+    if not isinstance(annotation, dict):
+        return [("Annotation", "nothing stored")]
+    rows: list[tuple[str, str]] = []
+    if codebook.get("unit") == "tuple":
+        predicates = annotation.get("predicates")
+        predicates = predicates if isinstance(predicates, dict) else {}
+        for item in codebook.get("predicates", []):
+            key = item["key"]
+            value = _judgment_text(predicates[key]) if key in predicates else "not answered"
+            rows.append((f"{key} · {item['label']}", value))
+        if "passage_support" in annotation:
+            rows.append(("Passage support", _judgment_text(annotation["passage_support"])))
+        rows.append(("Source role", str(annotation.get("source_role") or "—")))
+        spans = annotation.get("spans")
+        for judgment, listed in (spans if isinstance(spans, dict) else {}).items():
+            for span in listed if isinstance(listed, list) else []:
+                rows.append((f"Span for {judgment}", _span_text(span)))
+        evidence = annotation.get("evidence")
+        labels = {item["key"]: item["label"] for item in codebook.get("evidence_dimensions", [])}
+        for key, value in (evidence if isinstance(evidence, dict) else {}).items():
+            shown = value.get("value") if isinstance(value, dict) else value
+            rows.append((labels.get(key, key), str(shown)))
+    else:
+        claims = annotation.get("claims")
+        for claim in claims if isinstance(claims, list) else []:
+            if not isinstance(claim, dict):
+                continue
+            name = f"Claim {claim.get('id', '?')}"
+            rows.append((name, _span_text(claim.get("span"))))
+            rows.append(
+                (
+                    f"{name} judgments",
+                    f"kind {claim.get('kind')}, supported "
+                    f"{_verdict_text(claim.get('supported'))}, accurate "
+                    f"{_verdict_text(claim.get('accurate'))}",
+                )
+            )
+            rows.append((f"{name} quote", _span_text(claim.get("quote_span"))))
+            if claim.get("reason"):
+                rows.append((f"{name} reason", str(claim["reason"])))
+        verdicts = annotation.get("verdicts")
+        for item in codebook.get("verdicts", []):
+            verdict = verdicts.get(item["key"]) if isinstance(verdicts, dict) else None
+            if isinstance(verdict, dict):
+                text = _verdict_text(verdict.get("value"))
+                if verdict.get("reason"):
+                    text += f" — {verdict['reason']}"
+            else:
+                text = "not answered"
+            rows.append((item["label"], text))
+    if annotation.get("rationale"):
+        rows.append(("Rationale", str(annotation["rationale"])))
+    return rows
+
+
+def error_sentence(form: forms.Form) -> tuple[str, str]:
+    """A form's first error as (code, sentence)."""
+    for field, errors in form.errors.as_data().items():
+        for error in errors:
+            message = " ".join(error.messages)
+            return (error.code or "invalid", f"{field}: {message}")
+    return ("invalid", "the request is invalid")

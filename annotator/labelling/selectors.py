@@ -1,0 +1,80 @@
+"""Reads for annotation, each in a fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q
+
+from annotator.labelling.models import Assignment, Draft, Label, LabelKind
+from audit.archive.models import Study
+from audit.archive.records import UnitContent, unit_content
+
+__all__ = [
+    "UnitContent",
+    "annotator_progress",
+    "assignments_of",
+    "draft_of",
+    "label_head",
+    "labels_of_assignment",
+    "unit_content",
+]
+
+
+def label_head(*, assignment: Assignment) -> Label | None:
+    """The annotator's latest submitted revision on this assignment's unit."""
+    return (
+        Label.objects.filter(
+            unit_id=assignment.unit_id,
+            annotator_id=assignment.annotator_id,
+            kind=LabelKind.INDEPENDENT,
+        )
+        .order_by("-revision")
+        .first()
+    )
+
+
+def labels_of_assignment(*, assignment: Assignment) -> list[Label]:
+    return list(
+        Label.objects.filter(
+            unit_id=assignment.unit_id,
+            annotator_id=assignment.annotator_id,
+            kind=LabelKind.INDEPENDENT,
+        ).order_by("revision")
+    )
+
+
+def draft_of(*, assignment: Assignment) -> Draft | None:
+    return Draft.objects.filter(assignment=assignment).first()
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    assigned: int
+    open_assignment_id: int | None
+
+
+def annotator_progress(*, study: Study, annotator: Any) -> Progress:
+    """Done / assigned for one annotator: their own numbers only, nobody else's."""
+    counts = Assignment.objects.filter(study=study, annotator=annotator).aggregate(
+        assigned=Count("id"), done=Count("id", filter=Q(submitted_at__isnull=False))
+    )
+    open_assignment = (
+        Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
+        .order_by("id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return Progress(
+        done=counts["done"], assigned=counts["assigned"], open_assignment_id=open_assignment
+    )
+
+
+def assignments_of(*, study: Study, annotator: Any) -> list[Assignment]:
+    return list(
+        Assignment.objects.filter(study=study, annotator=annotator)
+        .select_related("unit__observation__query")
+        .order_by("-id")
+    )

@@ -1,0 +1,290 @@
+"""Writes for annotation: one function per mutation, called by pages, API and commands."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.labelling.models import Assignment, Draft, Label, LabelKind
+from annotator.labelling.selectors import label_head, unit_content
+from annotator.memberships.models import Membership, Role
+from audit.archive.models import CodebookUnit, Study, Unit, UnitState
+from audit.archive.records import record_build
+from audit.archive.selectors import codebook_registry
+from audit.contract import check_record
+
+__all__ = ["record_build"]  # re-exported: the record of a label is built by audit.archive.records
+
+# --- errors -------------------------------------------------------------------------
+
+
+class AnnotationError(Exception):
+    """A refused annotation request; ``code`` is machine-readable, the text is for people."""
+
+    code = "annotation_error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+
+
+class LabelRefused(AnnotationError):
+    """The record contract refused the submitted annotation (reason code of the checker)."""
+
+
+class StaleRevision(AnnotationError):
+    """The submission edits a revision that is no longer the latest one."""
+
+    code = "stale_revision"
+
+    def __init__(self, message: str, *, head: Label | None) -> None:
+        super().__init__(message)
+        self.head = head
+
+
+class DraftConflict(AnnotationError):
+    """The draft was saved elsewhere (another tab) since this client loaded it."""
+
+    code = "draft_conflict"
+
+    def __init__(self, message: str, *, draft: Draft) -> None:
+        super().__init__(message)
+        self.draft = draft
+
+
+class AssignmentClosed(AnnotationError):
+    code = "assignment_closed"
+
+
+# --- memberships and the study's settings --------------------------------------------
+
+
+def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
+    """Give ``user`` a role in ``study``; adding an existing membership changes nothing."""
+    if role not in Role.values:
+        raise AnnotationError(f"unknown role {role!r}", code="unknown_role")
+    membership, _ = Membership.objects.get_or_create(study=study, user=user, role=role)
+    return membership
+
+
+def study_overlap_set(*, study: Study, overlap: int) -> Study:
+    """Set k, the number of distinct annotators per unit. Lowering k never takes back a
+    slot already handed out; raising it opens new slots on every unit."""
+    if overlap < 1 or overlap > 20:
+        raise AnnotationError("the overlap k must be between 1 and 20", code="invalid_overlap")
+    Study.objects.filter(pk=study.pk).update(overlap=overlap)
+    study.overlap = overlap
+    return study
+
+
+def pseudonym_of(*, study: Study, user: AbstractBaseUser) -> str:
+    """How records name a person: the pseudonym of their annotator membership (or of
+    their first membership, for an adjudicator)."""
+    memberships = sorted(
+        Membership.objects.filter(study=study, user=user),
+        key=lambda m: (m.role != Role.ANNOTATOR, m.pk),
+    )
+    if not memberships:
+        raise AnnotationError("not a member of this study", code="not_a_member")
+    return memberships[0].pseudonym
+
+
+# --- the queue -------------------------------------------------------------------------
+
+
+def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment | None:
+    """The annotator's next unit: an unfinished assignment first, otherwise a unit that has
+    a free slot and that this annotator has never had. ``None`` when nothing is left.
+
+    On PostgreSQL the candidate unit is locked with FOR UPDATE SKIP LOCKED, so that two
+    annotators asking at the same moment never take the last slot of one unit together;
+    the loser simply gets the next unit. (SQLite serializes writers anyway.)
+    """
+    unfinished = (
+        Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
+        .order_by("id")
+        .first()
+    )
+    if unfinished is not None:
+        return unfinished
+    with transaction.atomic():
+        unit = (
+            Unit.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(study=study, assigned_count__lt=study.overlap)
+            .exclude(assignments__annotator=annotator)
+            .order_by("id")
+            .first()
+        )
+        if unit is None:
+            return None
+        assignment = Assignment.objects.create(study=study, unit=unit, annotator=annotator)
+        Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+    return assignment
+
+
+# --- drafts ---------------------------------------------------------------------------
+
+
+def draft_save(
+    *, assignment: Assignment, payload: dict[str, Any], base_version: int | None
+) -> Draft:
+    """Autosave. ``base_version`` is the draft version the client last saw (``None``: save
+    regardless); a mismatch means another tab saved since, and nothing is overwritten."""
+    if not isinstance(payload, dict):
+        raise AnnotationError("a draft must be a JSON object", code="invalid_draft")
+    with transaction.atomic():
+        draft, _ = Draft.objects.select_for_update().get_or_create(assignment=assignment)
+        if base_version is not None and base_version != draft.version:
+            raise DraftConflict(
+                f"this draft was saved elsewhere (version {draft.version}, you had "
+                f"{base_version}); reload to continue from the newest version",
+                draft=draft,
+            )
+        draft.payload = payload
+        draft.version += 1
+        draft.save(update_fields=["payload", "version", "updated_at"])
+    return draft
+
+
+# --- submissions ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submission:
+    label: Label
+    replayed: bool  # True when this client submission id had already been accepted
+
+
+def _annotation_from_input(
+    *, study: Study, data: dict[str, Any], pseudonym: str, kind: str
+) -> dict[str, Any]:
+    """The stored annotation: what the client sent, plus what only the server may set
+    (kind, pseudonym) and the codebook's weights beside each evidence value."""
+    if not isinstance(data, dict):
+        raise LabelRefused("the annotation must be a JSON object", code="invalid_field")
+    annotation = dict(data)
+    for key in ("kind", "annotator"):
+        annotation.pop(key, None)
+    annotation = {"kind": str(kind), "annotator": pseudonym, **annotation}
+    annotation.setdefault("assisted", None)
+    annotation.setdefault("rationale", None)
+    if study.codebook.unit == CodebookUnit.TUPLE:
+        weights = {
+            item["key"]: item["weight"]
+            for item in study.codebook.definition.get("evidence_dimensions", [])
+        }
+        evidence = annotation.get("evidence")
+        if isinstance(evidence, dict):
+            annotation["evidence"] = {
+                key: value
+                if isinstance(value, dict)
+                else {"value": value, "weight": weights.get(key, 0.0)}
+                for key, value in evidence.items()
+            }
+    return annotation
+
+
+def label_submit(
+    *,
+    assignment: Assignment,
+    annotation: dict[str, Any],
+    client_submission_id: uuid.UUID | str,
+    parent_digest: str | None,
+) -> Submission:
+    """Submit an annotation on an assignment.
+
+    Idempotent: the same ``client_submission_id`` returns the label it created. The
+    submission names the revision it edits (``parent_digest``; ``None`` for the first);
+    if that is not the annotator's latest revision, :class:`StaleRevision` is raised and
+    nothing is written. The record is checked by the record contract (the same checker
+    as ``python -m audit.check``) before it is stored; labels are never updated.
+    """
+    try:
+        submission_id = uuid.UUID(str(client_submission_id))
+    except ValueError as exc:
+        raise AnnotationError(
+            "client_submission_id must be a UUID", code="invalid_submission_id"
+        ) from exc
+    replay = Label.objects.filter(
+        annotator_id=assignment.annotator_id, client_submission_id=submission_id
+    ).first()
+    if replay is not None:
+        return Submission(label=replay, replayed=True)
+
+    study = Study.objects.select_related("codebook").get(pk=assignment.study_id)
+    with transaction.atomic():
+        # Serializes submissions on this assignment (PostgreSQL row lock).
+        Assignment.objects.select_for_update().filter(pk=assignment.pk).first()
+        head = label_head(assignment=assignment)
+        head_digest = head.record_digest if head else None
+        if parent_digest != head_digest:
+            raise StaleRevision(
+                "this submission edits a revision that is no longer the latest: "
+                f"latest is {head_digest or 'none (nothing submitted yet)'}, "
+                f"the submission names {parent_digest or 'none'}",
+                head=head,
+            )
+        record = record_build(
+            study=study,
+            content=unit_content(unit=assignment.unit),
+            annotation=_annotation_from_input(
+                study=study,
+                data=annotation,
+                pseudonym=pseudonym_of(study=study, user=assignment.annotator),
+                kind=LabelKind.INDEPENDENT.value,
+            ),
+            parents=[head_digest] if head_digest else [],
+        )
+        result = check_record(record, codebook_registry())
+        if not result.ok:
+            raise LabelRefused(result.message or "refused", code=result.reason)
+        assisted = record["annotation"].get("assisted")
+        try:
+            with transaction.atomic():
+                label = Label.objects.create(
+                    study=study,
+                    unit_id=assignment.unit_id,
+                    annotator_id=assignment.annotator_id,
+                    assignment=assignment,
+                    kind=LabelKind.INDEPENDENT,
+                    revision=(head.revision + 1) if head else 1,
+                    annotation=record["annotation"],
+                    parents=record["parents"],
+                    record_digest=record["record_digest"],
+                    codebook_digest=study.codebook.digest,
+                    client_submission_id=submission_id,
+                    assisted_model=assisted.get("model") if isinstance(assisted, dict) else None,
+                )
+        except IntegrityError:
+            replay = Label.objects.filter(
+                annotator_id=assignment.annotator_id, client_submission_id=submission_id
+            ).first()
+            if replay is not None:
+                return Submission(label=replay, replayed=True)
+            raise StaleRevision(
+                "another submission of this revision was accepted first", head=head
+            ) from None
+        if head is None:
+            Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
+            Unit.objects.filter(pk=assignment.unit_id).update(
+                submitted_count=F("submitted_count") + 1
+            )
+            Unit.objects.filter(pk=assignment.unit_id, state=UnitState.OPEN).update(
+                state=UnitState.PARTIALLY_LABELLED
+            )
+        Draft.objects.filter(assignment=assignment).delete()
+        from annotator.adjudication.jobs import (  # jobs import these services
+            enqueue,
+            label_submitted,
+        )
+
+        enqueue(label_submitted, label.pk)
+    return Submission(label=label, replayed=False)

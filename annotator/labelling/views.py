@@ -1,0 +1,294 @@
+"""Pages for annotators: the blinded forms.
+
+Thin: access from ``annotator.access``, reads from ``annotator.labelling.selectors``, writes from
+``annotator.labelling.services``. The pages show an annotator their own work only — never another
+annotator's labels or identity, the overlap k, a unit's priority or state, or a score.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import Resolver404, resolve, reverse
+from django.utils import timezone
+from django.views import csrf
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotator.access import assignment_get_for_annotator, study_get_for_annotator
+from annotator.labelling.forms import (
+    DraftForm,
+    SubmitForm,
+    annotation_for_page,
+    annotation_rows,
+    codebook_for_page,
+    error_sentence,
+)
+from annotator.labelling.models import Assignment
+from annotator.labelling.selectors import (
+    annotator_progress,
+    assignments_of,
+    draft_of,
+    label_head,
+    unit_content,
+)
+from annotator.labelling.services import (
+    AnnotationError,
+    DraftConflict,
+    LabelRefused,
+    StaleRevision,
+    assignment_next,
+    draft_save,
+    label_submit,
+)
+from audit.archive.models import CodebookUnit
+
+TEMPLATES = {
+    CodebookUnit.TUPLE: "annotator/form_source_risk.html",
+    CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
+}
+
+
+def session_required(template: str) -> Callable:
+    """For POSTs that carry work: an expired session gets 401 and a page (or fragment)
+    saying so, never a redirect to the login page that would drop the request body."""
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                form_url = reverse("assignment-form", kwargs={"pk": kwargs["pk"]})
+                context = {"state": "expired", "form_url": form_url}
+                return render(request, template, context, status=401)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+# --- the study's start page ---------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def annotate_start(request: HttpRequest, slug: str) -> HttpResponse:
+    study = study_get_for_annotator(user=request.user, slug=slug)
+    if request.method == "POST":
+        assignment = assignment_next(study=study, annotator=request.user)
+        if assignment is not None:
+            return redirect("assignment-form", pk=assignment.pk)
+        messages.info(request, "Nothing is left for you to annotate in this study. Thank you!")
+        return redirect("annotate-start", slug=study.slug)
+    progress = annotator_progress(study=study, annotator=request.user)
+    context = {
+        "study": study,
+        "forget_storage": request.session.pop("forget_storage", None),
+        "progress": progress,
+        "assignments": assignments_of(study=study, annotator=request.user),
+    }
+    return render(request, "annotator/start.html", context)
+
+
+# --- the form -------------------------------------------------------------------------
+
+
+def _storage_key(assignment: Assignment) -> str:
+    """The localStorage key under which the form keeps its unsent copy."""
+    return f"claimgate:assignment:{assignment.pk}"
+
+
+def _form_context(
+    assignment: Assignment,
+    *,
+    submitted: dict[str, Any] | None = None,
+    error: tuple[str, str] | None = None,
+    stale: bool = False,
+) -> dict[str, Any]:
+    """Everything the form page needs. ``submitted`` is the annotation the user just sent
+    (shown again after a refusal, so that nothing is lost)."""
+    study = assignment.study
+    form_url = reverse("assignment-form", kwargs={"pk": assignment.pk})
+    content = unit_content(unit=assignment.unit)
+    codebook = codebook_for_page(study.codebook.definition)
+    draft = draft_of(assignment=assignment)
+    head = label_head(assignment=assignment)
+    head_annotation = annotation_for_page(head.annotation) if head else None
+
+    if submitted is not None:
+        origin, initial = "submitted", annotation_for_page(submitted)
+    elif draft is not None and draft.payload:
+        origin, initial = "draft", draft.payload
+    elif head_annotation is not None:
+        origin, initial = "head", head_annotation
+    else:
+        origin, initial = "empty", None
+
+    is_tuple = content.codebook_unit == CodebookUnit.TUPLE
+    texts: dict[str, Any] = {"query": content.query["text"], "answer": content.answer["text"]}
+    if is_tuple:
+        texts["source"] = content.source["text"]
+    sources = [
+        {
+            "index": index,
+            "digest": source["digest"],
+            "label": f"Source {index + 1}",
+            "url": source["canonical_url"] or source["original_url"],
+        }
+        for index, source in enumerate(content.sources)
+    ]
+    page_data = {
+        "assignment": assignment.pk,
+        "unit": content.codebook_unit,
+        "texts": texts,
+        # A tuple's one source is in ``texts``; an answer's sources are told apart by digest.
+        "sources": []
+        if is_tuple
+        else [{**source, "text": content.sources[source["index"]]["text"]} for source in sources],
+        "failed": content.answer["status"] == "failed",
+        "codebook": codebook,
+        "initial": {"origin": origin, "state": initial},
+        "head_state": head_annotation,
+        "draft_version": draft.version if draft else 0,
+        "parent_digest": head.record_digest if head else "",
+        "storage_key": _storage_key(assignment),
+    }
+    context: dict[str, Any] = {
+        "study": study,
+        "assignment": assignment,
+        "content": content,
+        "query": content.query,
+        "answer": content.answer,
+        "sources": list(zip(sources, content.sources, strict=True)),
+        "source": content.sources[0] if is_tuple else None,
+        "codebook": codebook,
+        "draft": draft,
+        "draft_version": draft.version if draft else 0,
+        "head": head,
+        "head_annotation": head_annotation,
+        "client_submission_id": uuid.uuid4(),
+        "page_data": page_data,
+        "error": error,
+        "login_url": f"{reverse('login')}?{urlencode({'next': form_url})}",
+    }
+    if stale:
+        mine = annotation_rows(annotation_for_page(submitted), codebook)
+        latest = annotation_rows(head_annotation, codebook)
+        # Rows are marked where the versions differ, so that the eye finds the change.
+        context["stale"] = {
+            "mine": [(label, value, (label, value) not in latest) for label, value in mine],
+            "latest": [(label, value, (label, value) not in mine) for label, value in latest],
+            "latest_revision": head.revision if head else None,
+            "latest_at": head.created_at if head else None,
+        }
+    return context
+
+
+@login_required
+@require_http_methods(["GET"])
+def assignment_form(request: HttpRequest, pk: int) -> HttpResponse:
+    assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
+    context = _form_context(assignment)
+    return render(request, TEMPLATES[assignment.study.codebook.unit], context)
+
+
+@session_required("annotator/_draft_status.html")
+@require_POST
+def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
+    assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
+    form = DraftForm(request.POST)
+    if not form.is_valid():
+        code, sentence = error_sentence(form)
+        context = {"state": "invalid", "code": code, "message": sentence}
+        return render(request, "annotator/_draft_status.html", context, status=400)
+    try:
+        draft = draft_save(
+            assignment=assignment,
+            payload=form.cleaned_data["payload"],
+            base_version=form.cleaned_data["version"],
+        )
+    except DraftConflict as exc:
+        context = {"state": "conflict", "draft": exc.draft, "message": exc.message}
+        return render(request, "annotator/_draft_status.html", context, status=409)
+    except AnnotationError as exc:
+        context = {"state": "invalid", "code": exc.code, "message": exc.message}
+        return render(request, "annotator/_draft_status.html", context, status=400)
+    context = {"state": "saved", "draft": draft, "saved_at": timezone.localtime(draft.updated_at)}
+    response = render(request, "annotator/_draft_status.html", context)
+    response["X-Draft-Version"] = str(draft.version)
+    return response
+
+
+@session_required("annotator/session_expired.html")
+@require_POST
+def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
+    assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
+    template = TEMPLATES[assignment.study.codebook.unit]
+    form = SubmitForm(request.POST)
+    if not form.is_valid():
+        context = _form_context(
+            assignment, submitted=form.raw_annotation, error=error_sentence(form)
+        )
+        return render(request, template, context, status=400)
+    annotation = form.cleaned_data["annotation"]
+    try:
+        submission = label_submit(
+            assignment=assignment,
+            annotation=annotation,
+            client_submission_id=form.cleaned_data["client_submission_id"],
+            parent_digest=form.cleaned_data["parent_digest"],
+        )
+    except StaleRevision as exc:
+        context = _form_context(
+            assignment,
+            submitted=annotation,
+            error=(exc.code, _STALE_SENTENCE),
+            stale=True,
+        )
+        return render(request, template, context, status=409)
+    except (LabelRefused, AnnotationError) as exc:
+        context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
+        return render(request, template, context, status=400)
+    label = submission.label
+    # The browser's unsent copy of this form is no longer needed (see static/js/forget.js).
+    request.session["forget_storage"] = _storage_key(assignment)
+    if submission.replayed:
+        messages.info(request, f"This submission was already stored (revision {label.revision}).")
+    elif label.revision == 1:
+        messages.success(request, "Label submitted. Thank you!")
+    else:
+        messages.success(request, f"Revision {label.revision} submitted. Thank you!")
+    return redirect("annotate-start", slug=assignment.study.slug)
+
+
+_STALE_SENTENCE = (
+    "This label was changed elsewhere (another tab or device) after you opened it, so your "
+    "submission was not stored. Both versions are shown below: nothing is lost. Submitting "
+    "again stores yours as the newest revision."
+)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """For ``CSRF_FAILURE_VIEW``: a submission whose cookies are all gone (the CSRF cookie
+    with the session) is an expired session too, so it gets the page that says the work is
+    kept in this browser, with status 403. Every other CSRF failure gets Django's page."""
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        match = None
+    if match is not None and match.url_name in {"assignment-submit", "assignment-draft"}:
+        form_url = reverse("assignment-form", kwargs={"pk": match.kwargs["pk"]})
+        template = (
+            "annotator/session_expired.html"
+            if match.url_name == "assignment-submit"
+            else "annotator/_draft_status.html"
+        )
+        return render(request, template, {"state": "expired", "form_url": form_url}, status=403)
+    return csrf.csrf_failure(request, reason=reason)

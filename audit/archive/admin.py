@@ -1,0 +1,84 @@
+"""Django admin of the archive: studies, and the archive's rows (read-only)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from audit.archive.models import (
+    AnswerSnapshot,
+    Codebook,
+    ImportBatch,
+    Query,
+    SourceSnapshot,
+    Study,
+    Tuple,
+    Unit,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by the application: no add, change or delete in the admin."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("slug", "title", "codebook", "overlap", "created_at")
+    search_fields = ("slug", "title")
+    readonly_fields = ("codebook", "created_at", "created_by")
+
+
+@admin.register(Codebook)
+class CodebookAdmin(ReadOnlyAdmin):
+    list_display = ("name", "version", "unit", "digest", "created_at")
+
+
+@admin.register(ImportBatch)
+class ImportBatchAdmin(ReadOnlyAdmin):
+    list_display = ("study", "file_name", "status", "lines", "tuples_created", "created_at")
+    list_filter = ("status", "study")
+
+
+@admin.register(Query)
+class QueryAdmin(ReadOnlyAdmin):
+    list_display = ("query_id", "question_version", "question_type", "domain", "target_family")
+    list_filter = ("question_type",)
+    search_fields = ("query_id", "text", "=key")
+
+
+@admin.register(AnswerSnapshot)
+class AnswerSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ("service", "mode", "model", "status", "collected_at", "digest")
+    list_filter = ("status", "service")
+    search_fields = ("=digest", "=key")
+
+
+@admin.register(SourceSnapshot)
+class SourceSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ("canonical_url", "rank", "collected_at", "digest")
+    search_fields = ("canonical_url", "=digest", "=key")
+
+
+@admin.register(Tuple)
+class TupleAdmin(ReadOnlyAdmin):
+    list_display = ("digest", "study", "position", "sampling_stratum")
+    list_filter = ("study",)
+    search_fields = ("=digest",)
+    list_select_related = ("study",)
+
+
+@admin.register(Unit)
+class UnitAdmin(ReadOnlyAdmin):
+    list_display = ("digest", "study", "state", "assigned_count", "submitted_count", "priority")
+    list_filter = ("study", "state")
+    search_fields = ("=digest",)
+    list_select_related = ("study",)

@@ -1,0 +1,93 @@
+"""The claim ledger (an append-only hash chain of checked records), its head, the
+conformance runs and each study's validation gate."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from audit.archive.models import DIGEST_LENGTH, Study, Unit
+
+
+class LedgerEntry(models.Model):
+    """One computed outcome of one record, in a hash chain (audit.contract.ledger).
+
+    Append-only: database triggers refuse UPDATE and DELETE. ``recorded_at`` is kept as
+    the exact string that was hashed. One entry per record digest, whatever retries.
+    """
+
+    seq = models.BigIntegerField(unique=True)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="ledger")
+    study_slug = models.SlugField(max_length=80)
+    unit = models.ForeignKey(
+        Unit, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    )
+    unit_digest = models.CharField(max_length=DIGEST_LENGTH)
+    record_digest = models.CharField(max_length=DIGEST_LENGTH, unique=True)
+    kind = models.CharField(max_length=12)
+    codebook = models.CharField(max_length=160)
+    checker_version = models.CharField(max_length=20)
+    stage = models.CharField(max_length=30, null=True, blank=True)
+    ok = models.BooleanField()
+    reason = models.CharField(max_length=40, null=True, blank=True)
+    endpoint = models.SmallIntegerField(null=True, blank=True)
+    short_circuit = models.SmallIntegerField(null=True, blank=True)
+    priority = models.FloatField(null=True, blank=True)
+    action = models.CharField(max_length=16, null=True, blank=True)
+    recorded_at = models.CharField(max_length=40)
+    prev_hash = models.CharField(max_length=DIGEST_LENGTH)
+    entry_hash = models.CharField(max_length=DIGEST_LENGTH, unique=True)
+
+    class Meta:
+        ordering = ["seq"]
+        verbose_name = "claim ledger entry"
+        verbose_name_plural = "claim ledger"
+        indexes = [
+            models.Index(fields=["study", "action"], name="ledger_study_action"),
+            models.Index(fields=["study", "endpoint"], name="ledger_study_endpoint"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.record_digest[:12]}"
+
+
+class LedgerHead(models.Model):
+    """The chain's latest position: one row, locked while an entry is appended."""
+
+    seq = models.BigIntegerField(default=0)
+    entry_hash = models.CharField(max_length=DIGEST_LENGTH)
+
+    def __str__(self) -> str:
+        return f"ledger head #{self.seq}"
+
+
+class ConformanceRun(models.Model):
+    """The conformance suite run against a checker version (gate stage 1)."""
+
+    checker_version = models.CharField(max_length=20)
+    suite_version = models.CharField(max_length=20)
+    passed = models.BooleanField()
+    summary = models.JSONField()
+    summary_sha256 = models.CharField(max_length=DIGEST_LENGTH)
+    mismatches = models.JSONField(default=list)
+    ran_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-ran_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"conformance {self.checker_version}: {'pass' if self.passed else 'FAIL'}"
+
+
+class StudyGate(models.Model):
+    """The validation gate of a study as last recomputed by a worker."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="gate")
+    reached = models.CharField(max_length=30, null=True, blank=True)
+    report = models.JSONField(default=dict)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "validation gate"
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}: {self.reached or 'no stage'}"

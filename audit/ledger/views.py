@@ -1,0 +1,314 @@
+"""The researcher's outcomes page, its CSV downloads, the record page and the gate's
+Recompute button. Thin: access from annotator.access, reads from audit.ledger.selectors,
+the recomputation is a queued job (annotator.adjudication.jobs)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from annotator.access import study_get_for_researcher
+from annotator.memberships.models import Role
+from audit.ledger.selectors import (
+    ACTIONS,
+    POLICY_LABELS,
+    SEALED_NOTE,
+    PartitionTable,
+    csv_cell,
+    outcome_csv_rows,
+    record_detail,
+    review_csv_rows,
+    study_outcomes,
+)
+
+#: How many CONTEXTUALIZE/REVIEW units the page lists; the CSV download has them all.
+REVIEW_LIST_LIMIT = 200
+CSV_TABLES = ("final", "independent", "review")
+
+
+def may_see_gate(*, user: AbstractBaseUser | AnonymousUser, roles: set[str]) -> bool:
+    """Researchers and adjudicators see the validation gate on the study page. Annotators
+    never do: its counts are other people's progress. Someone who annotates in the study
+    does not see it through an adjudicator role either."""
+    if user.is_superuser:
+        return True
+    if Role.RESEARCHER in roles:
+        return True
+    if Role.ANNOTATOR in roles:
+        return False
+    return Role.ADJUDICATOR in roles
+
+
+# --- the stacked-bar plot, drawn on the server as SVG ------------------------------------
+# Coordinates are formatted here, not by the template, so that no locale can turn a
+# decimal point into a comma inside an SVG attribute.
+
+#: Segment key -> (fill, text fill): CONTEXTUALIZE orange, PASS blue, REVIEW grey; for
+#: verdicts, false is the orange one.
+SEGMENT_COLOURS = {
+    "one": ("#c2571a", "#ffffff"),
+    "zero": ("#2f6db5", "#ffffff"),
+    "unresolved": ("#aab2bd", "#1c2430"),
+    "true": ("#2f6db5", "#ffffff"),
+    "false": ("#c2571a", "#ffffff"),
+}
+CHART_WIDTH = 760
+LABEL_WIDTH = 240
+TOTAL_WIDTH = 56
+ROW = 30
+BAR = 20
+TOP = 36
+
+
+def _n(value: float) -> str:
+    return f"{value:.1f}"
+
+
+@dataclass(frozen=True)
+class Segment:
+    key: str
+    label: str
+    count: int
+    x: str
+    width: str
+    fill: str
+    text_x: str
+    text_fill: str
+    show_count: bool
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    total: int
+    y: str
+    text_y: str
+    total_x: str
+    segments: tuple[Segment, ...]
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    label: str
+    fill: str
+    x: str
+    text_x: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    description: str
+    bars: tuple[Bar, ...]
+    legend: tuple[LegendItem, ...]
+    width: int
+    height: int
+    bar_height: int
+    label_x: str
+
+
+def stacked_bars(
+    title: str, rows: Sequence[tuple[str, Sequence[tuple[str, str, int]]]]
+) -> Chart | None:
+    """Horizontal stacked bars, one per row of ``(label, [(key, label, count), ...])``,
+    on one absolute scale so that bar lengths compare across rows."""
+    if not rows:
+        return None
+    biggest = max(sum(count for _, _, count in parts) for _, parts in rows) or 1
+    span = CHART_WIDTH - LABEL_WIDTH - TOTAL_WIDTH
+    bars = []
+    for index, (label, parts) in enumerate(rows):
+        y = TOP + index * ROW
+        x = float(LABEL_WIDTH)
+        segments = []
+        for key, part_label, count in parts:
+            width = span * count / biggest
+            fill, text_fill = SEGMENT_COLOURS[key]
+            segments.append(
+                Segment(
+                    key=key,
+                    label=part_label,
+                    count=count,
+                    x=_n(x),
+                    width=_n(width),
+                    fill=fill,
+                    text_x=_n(x + width / 2),
+                    text_fill=text_fill,
+                    show_count=count > 0 and width >= 8 * len(str(count)) + 6,
+                )
+            )
+            x += width
+        bars.append(
+            Bar(
+                label=label,
+                total=sum(count for _, _, count in parts),
+                y=_n(y),
+                text_y=_n(y + BAR / 2 + 4),
+                total_x=_n(x + 6),
+                segments=tuple(segments),
+            )
+        )
+    legend = []
+    legend_x = float(LABEL_WIDTH)
+    for key, part_label, _ in rows[0][1]:
+        legend.append(
+            LegendItem(
+                label=part_label,
+                fill=SEGMENT_COLOURS[key][0],
+                x=_n(legend_x),
+                text_x=_n(legend_x + 17),
+            )
+        )
+        legend_x += 17 + 7 * len(part_label) + 22  # about 7 units a character at size 12
+    description = "; ".join(
+        f"{label}: " + ", ".join(f"{count} {part_label}" for _, part_label, count in parts)
+        for label, parts in rows
+    )
+    return Chart(
+        title=title,
+        description=description,
+        bars=tuple(bars),
+        legend=tuple(legend),
+        width=CHART_WIDTH,
+        height=TOP + len(rows) * ROW,
+        bar_height=BAR,
+        label_x=_n(LABEL_WIDTH - 8),
+    )
+
+
+def partition_chart(table: PartitionTable, *, is_tuple: bool) -> Chart | None:
+    if table.sealed:
+        return None
+    if is_tuple:
+        rows = [
+            (
+                role.label,
+                (
+                    ("one", "R_O = 1 (CONTEXTUALIZE)", role.complete_case.one),
+                    ("zero", "R_O = 0 (PASS)", role.complete_case.zero),
+                    ("unresolved", "R_O = U (REVIEW)", role.complete_case.unresolved),
+                ),
+            )
+            for role in table.roles
+        ]
+        title = f"{table.label}: complete-case R_O of the final records by source role"
+    else:
+        rows = [
+            (
+                row.verdict,
+                (
+                    ("true", "true", row.true),
+                    ("false", "false", row.false),
+                    ("unresolved", "unknown (null)", row.unknown),
+                ),
+            )
+            for row in table.verdicts
+        ]
+        title = f"{table.label}: answer-level verdicts of the final records"
+    if not any(count for _, parts in rows for _, _, count in parts):
+        return None
+    return stacked_bars(title, rows)
+
+
+# --- pages -------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
+    study = study_get_for_researcher(user=request.user, slug=slug)
+    outcomes = study_outcomes(study=study)
+    sections = [
+        {
+            "key": "final",
+            "title": "Final records",
+            "tables": [
+                (table, partition_chart(table, is_tuple=outcomes.is_tuple))
+                for table in outcomes.final
+            ],
+        },
+        {
+            "key": "independent",
+            "title": "Independent records (each annotator's latest revision)",
+            "tables": [(table, None) for table in outcomes.independent],
+        },
+    ]
+    context = {
+        "study": study,
+        "outcomes": outcomes,
+        "sections": sections,
+        "review": outcomes.review[:REVIEW_LIST_LIMIT],
+        "review_more": max(0, len(outcomes.review) - REVIEW_LIST_LIMIT),
+        "policy_labels": POLICY_LABELS,
+        "actions": ACTIONS,
+        "sealed_note": SEALED_NOTE,
+    }
+    return render(request, "audit/outcomes.html", context)
+
+
+def _csv_response(rows: list[list[object]], file_name: str) -> HttpResponse:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for row in rows:
+        writer.writerow([csv_cell(value) for value in row])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{file_name}"'
+    return response
+
+
+@login_required
+@require_GET
+def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    study = study_get_for_researcher(user=request.user, slug=slug)
+    table = request.GET.get("table", "final")
+    if table not in CSV_TABLES:
+        raise Http404(f"no outcomes table {table!r}")
+    outcomes = study_outcomes(study=study)
+    if table == "review":
+        rows = review_csv_rows(outcomes.review)
+    else:
+        tables = outcomes.final if table == "final" else outcomes.independent
+        rows = outcome_csv_rows(tables, is_tuple=outcomes.is_tuple)
+    return _csv_response(rows, f"{study.slug}-outcomes-{table}.csv")
+
+
+@login_required
+@require_GET
+def study_record(request: HttpRequest, slug: str, digest: str) -> HttpResponse:
+    study = study_get_for_researcher(user=request.user, slug=slug)
+    detail = record_detail(study=study, digest=digest)
+    if detail is None:
+        raise Http404(f"no record {digest!r} in study {slug!r}")
+    context = {
+        "study": study,
+        "detail": detail,
+        "record_json": json.dumps(detail.record, indent=2, ensure_ascii=False, sort_keys=True),
+        "digest_matches": detail.record.get("record_digest") == detail.label.record_digest,
+    }
+    return render(request, "audit/record.html", context)
+
+
+@login_required
+@require_POST
+def study_gate_recompute(request: HttpRequest, slug: str) -> HttpResponse:
+    from annotator.adjudication.jobs import enqueue, study_gate_refresh
+
+    study = study_get_for_researcher(user=request.user, slug=slug)
+    enqueue(study_gate_refresh, study.pk)
+    messages.success(
+        request,
+        "The validation gate is being recomputed by a worker; the panel shows the result "
+        "once it has run.",
+    )
+    return redirect(reverse("study-detail", args=[study.slug]) + "#gate")

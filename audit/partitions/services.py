@@ -1,0 +1,490 @@
+"""Partitions, the freeze and study versions: reads and writes (ORM, transactions).
+
+Every interface — the partitions page, the API, code — calls these. The rules, the
+leakage check and the freeze's digests are pure (``audit.partitions.rules``); here they are fed
+with values fetched in a fixed number of queries, and their result is written with bulk
+updates. Writes lock the study row first, so a partition change and a freeze never
+interleave. After a freeze the database refuses a partition change and a change of the
+study's thresholds or codebook on its own (triggers, migration 0009); the checks here
+only turn that refusal into a sentence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import connection, transaction
+
+from annotator.labelling.models import Label
+from annotator.memberships.models import Membership
+from audit.archive import bulk
+from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, Study, Tuple, Unit
+from audit.partitions.models import StudyFreeze
+from audit.partitions.rules import (
+    FreezeContents,
+    Leak,
+    LineProblem,
+    Rule,
+    RuleError,
+    UnitGroups,
+    file_assignment,
+    freeze_contents,
+    group_counts,
+    leakage,
+    parse_partition_file,
+    partition_counts,
+    rule_assign,
+    rule_check,
+    rule_test_values,
+    thresholds_problems,
+    values_present,
+    with_partitions,
+)
+
+ALREADY_FROZEN = "already_frozen"
+STUDY_FROZEN = "study_frozen"
+SLUG_TAKEN = "slug_taken"
+INVALID_VERSION = "invalid_version"
+
+
+class PartitionError(Exception):
+    """A refused partition, threshold, freeze or version request; ``code`` is for
+    machines, ``message`` for people."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+# --- reads -------------------------------------------------------------------------------
+
+
+def partition_units(*, study: Study) -> list[UnitGroups]:
+    """Every unit of the study with its partition and grouping fields: one query."""
+    rows = (
+        Unit.objects.filter(study=study)
+        .order_by("id")
+        .values_list(
+            "digest",
+            "partition",
+            "observation__query__target_family",
+            "observation__query__domain",
+            "observation__query__template_id",
+        )
+    )
+    return [
+        UnitGroups(digest=d, partition=p, target_family=f, domain=dom, template_id=t)
+        for d, p, f, dom, t in rows.iterator(chunk_size=10_000)
+    ]
+
+
+def study_freeze_get(*, study: Study) -> StudyFreeze | None:
+    return StudyFreeze.objects.select_related("frozen_by").filter(study=study).first()
+
+
+@dataclass(frozen=True)
+class PartitionOverview:
+    counts: dict[str, int]  # calibration, test, unassigned
+    groups: dict[str, dict[str, int]]  # partition -> field -> distinct values
+    leaks: list[Leak]
+    values: dict[str, list[tuple[str, int]]]  # field -> [(value, units)]
+    total: int
+    freeze: StudyFreeze | None
+    contents: FreezeContents | None  # what a freeze would record now; None once frozen
+
+
+def partition_overview(*, study: Study) -> PartitionOverview:
+    """Counts per partition, the leakage report, and the freeze or what a freeze would
+    record now: three queries (the study's codebook already loaded)."""
+    units = partition_units(study=study)
+    freeze = study_freeze_get(study=study)
+    contents = None
+    if freeze is None:
+        contents = freeze_contents(
+            codebook_digest=study.codebook.digest,
+            pipelines=_pipelines_in_use(study),
+            thresholds=study.thresholds or {},
+            units=units,
+        )
+    return PartitionOverview(
+        counts=partition_counts(unit.partition for unit in units),
+        groups=group_counts(units),
+        leaks=leakage(units),
+        values=values_present(units),
+        total=len(units),
+        freeze=freeze,
+        contents=contents,
+    )
+
+
+def latest_records(*, study: Study, digests: Iterable[str]) -> dict[str, str]:
+    """Unit digest → record digest of its latest label, for the units given (one query
+    per 2,000 digests)."""
+    digests = list(dict.fromkeys(digests))
+    found: dict[str, str] = {}
+    for start in range(0, len(digests), bulk.BATCH):
+        rows = (
+            Label.objects.filter(study=study, unit__digest__in=digests[start : start + bulk.BATCH])
+            .order_by("id")
+            .values_list("unit__digest", "record_digest")
+        )
+        found.update(rows)  # later labels overwrite earlier ones
+    return found
+
+
+@dataclass(frozen=True)
+class RulePreview:
+    rule: Rule
+    test_values: list[str]
+    counts: dict[str, int]  # after the rule
+    before: dict[str, int]
+    changed: int  # units whose partition the rule changes
+    leaks: list[Leak]  # after the rule
+
+
+def _preview(rule: Rule, units: Sequence[UnitGroups]) -> tuple[RulePreview, dict[str, str]]:
+    try:
+        rule_check(rule, units)
+    except RuleError as exc:
+        raise PartitionError(exc.message, code=exc.code) from exc
+    assignment = rule_assign(rule, units)
+    after = with_partitions(units, assignment)
+    preview = RulePreview(
+        rule=rule,
+        test_values=sorted(rule_test_values(rule, units)),
+        counts=partition_counts(unit.partition for unit in after),
+        before=partition_counts(unit.partition for unit in units),
+        changed=sum(1 for unit in units if unit.partition != assignment[unit.digest]),
+        leaks=leakage(after),
+    )
+    return preview, assignment
+
+
+def partition_rule_preview(*, study: Study, rule: Rule) -> RulePreview:
+    """What ``rule`` would do: counts and leakage afterwards, nothing written."""
+    preview, _ = _preview(rule, partition_units(study=study))
+    return preview
+
+
+# --- writes ------------------------------------------------------------------------------
+
+
+def _lock_unfrozen(study: Study, what: str) -> Study:
+    """Lock the study row for the rest of the transaction; refuse if it is frozen."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    if StudyFreeze.objects.filter(study_id=study.pk).exists():
+        raise PartitionError(
+            f"study {study.slug} is frozen: {what} can no longer change; create a new "
+            "study version instead",
+            code=STUDY_FROZEN,
+        )
+    return locked
+
+
+def partition_rule_apply(*, study: Study, rule: Rule) -> RulePreview:
+    """Assign every unit of the study by ``rule`` (two UPDATE statements, whatever the
+    study's size). Refused once the study is frozen."""
+    with transaction.atomic():
+        _lock_unfrozen(study, "partitions")
+        preview, _ = _preview(rule, partition_units(study=study))
+        lookup = f"observation__query__{rule.field}__in"
+        units = Unit.objects.filter(study=study)
+        units.filter(**{lookup: preview.test_values}).update(partition="test")
+        units.exclude(**{lookup: preview.test_values}).update(partition="calibration")
+    return preview
+
+
+def _set_partition(study: Study, digests: Sequence[str], partition: str) -> None:
+    if not digests:
+        return
+    if connection.vendor == "postgresql":
+        # One statement with one array parameter, however many units.
+        table = connection.ops.quote_name(Unit._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET partition = %s "  # noqa: S608 - names from the model
+                "WHERE study_id = %s AND digest = ANY(%s)",
+                [partition, study.pk, list(digests)],
+            )
+        return
+    for start in range(0, len(digests), bulk.BATCH):
+        chunk = digests[start : start + bulk.BATCH]
+        Unit.objects.filter(study=study, digest__in=chunk).update(partition=partition)
+
+
+def _unit_of(study: Study, digests: Iterable[str]) -> dict[str, str]:
+    """Unit digest and tuple digest → the digest of its unit, for the digests given.
+    A tuple of an answer-claims study belongs to its answer's unit."""
+    digests = list(dict.fromkeys(digests))
+    found = {d: d for d in bulk.ids_by(Unit, "digest", digests, study_id=study.pk)}
+    if study.codebook.unit == CodebookUnit.TUPLE:
+        return found  # every tuple is its own unit, with the tuple's digest
+    rest = [d for d in digests if d not in found]
+    for start in range(0, len(rest), bulk.BATCH):
+        chunk = rest[start : start + bulk.BATCH]
+        rows = (
+            Tuple.objects.filter(study=study, digest__in=chunk)
+            .filter(observation__units__isnull=False)
+            .values_list("digest", "observation__units__digest")
+        )
+        for tuple_digest, unit_digest in rows:
+            found.setdefault(tuple_digest, unit_digest)
+    return found
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    applied: bool
+    lines: int  # good lines read
+    units: int  # units the file assigned
+    counts: dict[str, int]  # after (or as they stay, when refused)
+    problems: list[LineProblem] = field(default_factory=list)
+    leaks: list[Leak] = field(default_factory=list)
+
+
+def partition_file_apply(*, study: Study, data: bytes, file_name: str = "") -> FileOutcome:
+    """Assign the units a partition file names. Atomic: one bad line — malformed, an
+    unknown digest, a bad partition value, a conflict — and nothing is applied; every bad
+    line is reported with its number. Units the file does not name keep their partition."""
+    lines, problems = parse_partition_file(data, file_name=file_name)
+    with transaction.atomic():
+        _lock_unfrozen(study, "partitions")
+        assignment: dict[str, str] = {}
+        if not problems:
+            unit_of = _unit_of(study, (line.digest for line in lines))
+            assignment, problems = file_assignment(lines, unit_of)
+        units = partition_units(study=study)
+        if problems:
+            return FileOutcome(
+                applied=False,
+                lines=len(lines),
+                units=0,
+                counts=partition_counts(unit.partition for unit in units),
+                problems=sorted(problems, key=lambda p: p.line),
+            )
+        by_partition: dict[str, list[str]] = defaultdict(list)
+        for digest, partition in assignment.items():
+            by_partition[partition].append(digest)
+        for partition, digests in sorted(by_partition.items()):
+            _set_partition(study, digests, partition)
+    after = with_partitions(units, assignment)
+    return FileOutcome(
+        applied=True,
+        lines=len(lines),
+        units=len(assignment),
+        counts=partition_counts(unit.partition for unit in after),
+        leaks=leakage(after),
+    )
+
+
+def study_thresholds_set(*, study: Study, thresholds: Any) -> Study:
+    """Replace the study's operating thresholds (a JSON object of named numbers).
+    Refused once the study is frozen."""
+    problems = thresholds_problems(thresholds)
+    if problems:
+        raise PartitionError("; ".join(problems), code="invalid_thresholds")
+    with transaction.atomic():
+        _lock_unfrozen(study, "its thresholds")
+        Study.objects.filter(pk=study.pk).update(thresholds=thresholds)
+    study.thresholds = thresholds
+    return study
+
+
+# --- the freeze --------------------------------------------------------------------------
+
+
+def _pipelines_in_use(study: Study) -> list[dict[str, str]]:
+    return list(
+        Pipeline.objects.filter(
+            pk__in=Observation.objects.filter(study=study).values("pipeline_id")
+        ).values("name", "version", "key")
+    )
+
+
+def freeze_preview(*, study: Study) -> FreezeContents:
+    """What a freeze would record now, and what stands in its way (two queries, with
+    the study's codebook already loaded)."""
+    return freeze_contents(
+        codebook_digest=study.codebook.digest,
+        pipelines=_pipelines_in_use(study),
+        thresholds=study.thresholds or {},
+        units=partition_units(study=study),
+    )
+
+
+def study_freeze(*, study: Study, user: AbstractBaseUser) -> StudyFreeze:
+    """Freeze the study's codebook, pipelines, thresholds and partitions, irreversibly.
+
+    Refused while a unit has no partition, while a target family, domain or query
+    template has units on both sides, and a second time. Test-partition numbers open
+    once this returns (``audit.ledger.selectors.partition_sealed``)."""
+    with transaction.atomic():
+        locked = Study.objects.select_for_update().get(pk=study.pk)
+        if StudyFreeze.objects.filter(study_id=study.pk).exists():
+            raise PartitionError(
+                f"study {study.slug} is already frozen; a freeze is irreversible — create a "
+                "new study version to change anything",
+                code=ALREADY_FROZEN,
+            )
+        contents = freeze_preview(study=locked)
+        problems = contents.problems()
+        if problems:
+            raise PartitionError(
+                "Cannot freeze: " + "; ".join(sentence for _, sentence in problems) + ".",
+                code=problems[0][0],
+            )
+        freeze = StudyFreeze.objects.create(
+            study=study,
+            codebook_digest=contents.codebook_digest,
+            pipelines=contents.pipelines,
+            pipelines_digest=contents.pipelines_digest,
+            thresholds=contents.thresholds,
+            thresholds_digest=contents.thresholds_digest,
+            partition_digest=contents.partition_digest,
+            partition_counts=contents.partition_counts,
+            frozen_by=user,
+        )
+    return freeze
+
+
+# --- study versions ----------------------------------------------------------------------
+
+
+def _columns(model: type, names: Sequence[str]) -> str:
+    return ", ".join(connection.ops.quote_name(model._meta.get_field(n).column) for n in names)
+
+
+def _copy_archive_rows(old: Study, new: Study) -> None:
+    """Observations, tuples and units of ``old`` into ``new``, by INSERT … SELECT: five
+    statements whatever the study's size, no row through Python. The new rows point to
+    the same archive rows (queries, pipelines, snapshots) and the same import batches,
+    which record where the observations came from; units start open and unlabelled, with
+    the partitions they had."""
+    q = connection.ops.quote_name
+    observation, tuple_, unit = (q(m._meta.db_table) for m in (Observation, Tuple, Unit))
+    observation_fields = ("unit_digest", "query", "pipeline", "answer", "batch", "position")
+    tuple_fields = (
+        "digest",
+        "query",
+        "pipeline",
+        "answer",
+        "source",
+        "position",
+        "sampling_stratum",
+        "inclusion_probability",
+    )
+    unit_fields = (
+        "study",
+        "observation",
+        "tuple",
+        "digest",
+        "assigned_count",
+        "submitted_count",
+        "state",
+        "priority",
+        "partition",
+    )
+    copied_observation = ", ".join(
+        f"o.{q(Observation._meta.get_field(n).column)}" for n in observation_fields
+    )
+    copied_tuple = ", ".join(f"t.{q(Tuple._meta.get_field(n).column)}" for n in tuple_fields)
+    statements = [
+        (
+            f"INSERT INTO {observation} "  # noqa: S608 - names from the models
+            f"(study_id, {_columns(Observation, observation_fields)}) "
+            f"SELECT %s, {copied_observation} FROM {observation} o "
+            "WHERE o.study_id = %s ORDER BY o.id",
+            [new.pk, old.pk],
+        ),
+        (
+            f"INSERT INTO {tuple_} "  # noqa: S608
+            f"(study_id, observation_id, {_columns(Tuple, tuple_fields)}) "
+            f"SELECT %s, n.id, {copied_tuple} FROM {tuple_} t "
+            f"JOIN {observation} o ON o.id = t.observation_id "
+            f"JOIN {observation} n ON n.study_id = %s AND n.unit_digest = o.unit_digest "
+            "WHERE t.study_id = %s ORDER BY t.id",
+            [new.pk, new.pk, old.pk],
+        ),
+        (
+            f"INSERT INTO {unit} ({_columns(Unit, unit_fields)}) "  # noqa: S608
+            "SELECT %s, nt.observation_id, nt.id, u.digest, 0, 0, 'open', NULL, u.partition "
+            f"FROM {unit} u JOIN {tuple_} t ON t.id = u.tuple_id "
+            f"JOIN {tuple_} nt ON nt.study_id = %s AND nt.digest = t.digest "
+            "WHERE u.study_id = %s ORDER BY u.id",
+            [new.pk, new.pk, old.pk],
+        ),
+        (
+            f"INSERT INTO {unit} ({_columns(Unit, unit_fields)}) "  # noqa: S608
+            "SELECT %s, n.id, NULL, u.digest, 0, 0, 'open', NULL, u.partition "
+            f"FROM {unit} u JOIN {observation} o ON o.id = u.observation_id "
+            f"JOIN {observation} n ON n.study_id = %s AND n.unit_digest = o.unit_digest "
+            "WHERE u.study_id = %s AND u.tuple_id IS NULL ORDER BY u.id",
+            [new.pk, new.pk, old.pk],
+        ),
+    ]
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+
+
+def study_version_create(
+    *,
+    study: Study,
+    slug: str,
+    title: str,
+    user: AbstractBaseUser | None,
+    codebook: Codebook | None = None,
+) -> Study:
+    """A new version of ``study`` over the same archive: its observations, tuples and
+    units copied (no file re-imported), its members with their pseudonyms, its overlap,
+    thresholds and partitions — and no label, no gate, no freeze. The codebook stays the
+    same unless a newer version of it (same name and unit) is given."""
+    codebook = codebook or study.codebook
+    slug = (slug or "").strip()
+    title = (title or "").strip()
+    try:
+        validate_slug(slug)
+    except ValidationError as exc:
+        raise PartitionError(
+            f"{slug!r} is not a slug: letters, digits, hyphens, underscores", code=INVALID_VERSION
+        ) from exc
+    if len(slug) > Study._meta.get_field("slug").max_length:
+        raise PartitionError("the slug is too long (at most 80 characters)", code=INVALID_VERSION)
+    if not title:
+        raise PartitionError("a new study version needs a title", code=INVALID_VERSION)
+    if codebook.name != study.codebook.name or codebook.unit != study.codebook.unit:
+        raise PartitionError(
+            f"a new version keeps the codebook {study.codebook.name} (a newer version of it "
+            f"may be chosen), not {codebook.name} {codebook.version}",
+            code=INVALID_VERSION,
+        )
+    with transaction.atomic():
+        if Study.objects.filter(slug=slug).exists():
+            raise PartitionError(f"a study with the slug {slug!r} exists", code=SLUG_TAKEN)
+        new = Study.objects.create(
+            slug=slug,
+            title=title[:200],
+            description=study.description,
+            codebook=codebook,
+            overlap=study.overlap,
+            previous_version=study,
+            thresholds=dict(study.thresholds or {}),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        _copy_archive_rows(study, new)
+        Membership.objects.bulk_create(
+            [
+                Membership(study=new, user_id=user_id, role=role, pseudonym=pseudonym)
+                for user_id, role, pseudonym in Membership.objects.filter(study=study)
+                .order_by("id")
+                .values_list("user_id", "role", "pseudonym")
+            ]
+        )
+    return new

@@ -1,0 +1,45 @@
+"""Releases: named, immutable, downloadable label sets of a study."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from audit.archive.models import DIGEST_LENGTH, Study
+
+
+class ReleaseStatus(models.TextChoices):
+    BUILDING = "building", "Building"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Release(models.Model):
+    """A named, immutable, downloadable label set of a study. Its files live under
+    ``settings.RELEASES_ROOT / <study slug> / <name>``; ``files`` lists them with their
+    SHA-256 and sizes (the SHA256SUMS manifest is one of them)."""
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="releases")
+    name = models.SlugField(max_length=80)
+    status = models.CharField(
+        max_length=10, choices=ReleaseStatus.choices, default=ReleaseStatus.BUILDING
+    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done.")
+    stage = models.CharField(max_length=30, null=True, blank=True)
+    files = models.JSONField(default=dict, blank=True)
+    manifest_sha256 = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="release_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.name}"

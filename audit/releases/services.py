@@ -1,0 +1,743 @@
+"""Releases: frozen, immutable, verifiable label sets of a study (DESIGN.md, "Releases").
+
+``release_create`` names a release (refusing a name that exists), ``release_build_run``
+writes its bundle under ``RELEASES_ROOT/<slug>/<name>/`` and marks it ready with its files
+and manifest (once), ``release_build`` does both at once. The bundle is written in one
+streamed pass over the study's units (ordered by digest, fetched in chunks with their
+archive rows, each chunk's labels and ledger entries in one query each), so memory stays
+constant whatever the size; formats and file names come from :mod:`audit.releases.formats`.
+
+Determinism: every byte comes from the database (labels, ledger, gate, freeze) or from
+fixed settings; the release's own creation time lives only in its row. Labels appended
+while a release is being built are left out (the build reads up to the last label id it
+saw when it started), so a release is one consistent state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import islice
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotator.labelling.models import Label, LabelKind
+from audit.archive import mapping as archive
+from audit.archive.models import CodebookUnit, Partition, Study, Tuple, Unit, UnitState
+from audit.archive.records import UnitContent, record_body
+from audit.contract import CHECKER_VERSION
+from audit.contract.canonical import (
+    canonical_json_unchecked,
+    canonical_text_unchecked,
+    sha256_hex,
+)
+from audit.ledger.gate import claim_boundary
+from audit.ledger.models import LedgerEntry, StudyGate
+from audit.ledger.selectors import partition_sealed
+from audit.partitions.models import StudyFreeze
+from audit.releases import formats as rf
+from audit.releases.models import Release, ReleaseStatus
+
+logger = logging.getLogger("claimgate.releases")
+
+#: Units fetched (with their archive rows) per database round trip. A chunk's rows, labels
+#: and parsed annotations are what the build holds at once: 1,000 keeps a 10⁵ release
+#: under 200 MB peak (2,000 went just over), for one more label and ledger query per
+#: 1,000 units.
+CHUNK = 1_000
+RELEASE_EXISTS = "release_exists"
+INVALID_NAME = "invalid_name"
+DIGEST_MISMATCH = "record_digest_mismatch"
+
+
+class ReleaseRefused(Exception):
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def release_dir(*, study: Study, name: str) -> Path:
+    try:
+        return rf.bundle_dir(Path(settings.RELEASES_ROOT), study.slug, name)
+    except rf.BundlePathError as exc:
+        raise ReleaseRefused(str(exc), code=INVALID_NAME) from exc
+
+
+def release_create(*, study: Study, name: str, user: Any = None) -> Release:
+    """A new release row (status ``building``). A release is immutable: a name the study
+    already used — or a folder that already exists — is refused."""
+    directory = release_dir(study=study, name=name)
+    if Release.objects.filter(study=study, name=name).exists() or directory.exists():
+        raise ReleaseRefused(
+            f"release {name!r} of study {study.slug} exists; a release is immutable, "
+            "choose a new name",
+            code=RELEASE_EXISTS,
+        )
+    try:
+        with transaction.atomic():
+            return Release.objects.create(
+                study=study,
+                name=name,
+                created_by=user if getattr(user, "is_authenticated", False) else None,
+            )
+    except IntegrityError as exc:  # created meanwhile by someone else
+        raise ReleaseRefused(
+            f"release {name!r} of study {study.slug} exists", code=RELEASE_EXISTS
+        ) from exc
+
+
+def release_request(
+    *, study: Study, name: str, user: Any = None, withhold_texts: bool = False
+) -> Release:
+    """Create the release and queue its build (after commit); pages and the API call this."""
+    release = release_create(study=study, name=name, user=user)
+    from annotator.adjudication.jobs import enqueue
+    from audit.releases.jobs import release_build_job
+
+    enqueue(release_build_job, release.pk, withhold_texts)
+    return release
+
+
+def release_build(
+    *, study: Study, name: str, user: Any = None, withhold_texts: bool = False
+) -> Release:
+    """Create and build a release now (commands, tests)."""
+    release = release_create(study=study, name=name, user=user)
+    return release_build_run(release=release, withhold_texts=withhold_texts)
+
+
+def release_build_run(*, release: Release, withhold_texts: bool = False) -> Release:
+    """Write the bundle of a ``building`` release and mark it ready (or failed). Running it
+    again on a ready or failed release changes nothing; a build interrupted by a database
+    error leaves the row ``building`` and is retried from scratch."""
+    release = Release.objects.select_related("study__codebook").get(pk=release.pk)
+    if release.status != ReleaseStatus.BUILDING:
+        return release
+    study = release.study
+    directory = release_dir(study=study, name=release.name)
+    partial = directory.parent / f".partial-{release.name}-{uuid.uuid4().hex}"
+
+    def progress(percent: int) -> None:
+        Release.objects.filter(pk=release.pk, status=ReleaseStatus.BUILDING).update(
+            progress=percent
+        )
+
+    try:
+        bundle = bundle_write(
+            study=study,
+            name=release.name,
+            directory=partial,
+            withhold_texts=withhold_texts,
+            on_progress=progress,
+        )
+        if directory.exists():  # a duplicate delivery of this job finished first
+            shutil.rmtree(partial)
+            files = {
+                name: {"sha256": rf.file_sha256(directory / name), "bytes": info["bytes"]}
+                for name, info in bundle.files.items()
+            }
+        else:
+            os.rename(partial, directory)
+            rf.fsync_dir(directory.parent)
+            files = bundle.files
+    except DatabaseError:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    except Exception as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        logger.exception("release %s/%s failed", study.slug, release.name)
+        Release.objects.filter(pk=release.pk, status=ReleaseStatus.BUILDING).update(
+            status=ReleaseStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
+        )
+        release.refresh_from_db()
+        return release
+    Release.objects.filter(pk=release.pk, status=ReleaseStatus.BUILDING).update(
+        status=ReleaseStatus.READY,
+        progress=100,
+        stage=bundle.stage,
+        files=files,
+        manifest_sha256=files[rf.MANIFEST]["sha256"],
+        finished_at=timezone.now(),
+    )
+    release.refresh_from_db()
+    return release
+
+
+# --- the bundle --------------------------------------------------------------------------
+
+
+@dataclass
+class Bundle:
+    files: dict[str, dict[str, Any]]
+    stage: str | None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Tally:
+    units: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    current_independent: int = 0
+    final_units: int = 0
+    assisted: int = 0
+    unassisted: int = 0
+    annotators: Counter = field(default_factory=Counter)
+    outcomes: int = 0
+    without_outcome: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+
+    def saw(self, instant: datetime) -> None:
+        self.first = instant if self.first is None else min(self.first, instant)
+        self.last = instant if self.last is None else max(self.last, instant)
+
+
+def _batches(iterable: Any, size: int) -> Iterator[list[Any]]:
+    iterator = iter(iterable)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _sampling(stratum: str | None, probability: float | None) -> dict[str, Any] | None:
+    if stratum is None and probability is None:
+        return None
+    return {"stratum": stratum, "inclusion_probability": probability}
+
+
+_QUERY = (
+    "query_id",
+    "text",
+    "question_type",
+    "question_version",
+    "reference_time",
+    "target_name",
+    "target_family",
+    "template_id",
+    "domain",
+    "locale",
+)
+_PIPELINE = ("name", "version", "config")
+_ANSWER = (
+    "service",
+    "mode",
+    "model",
+    "web_search",
+    "region",
+    "language",
+    "login",
+    "personalization",
+    "collected_at",
+    "status",
+    "failure",
+    "text",
+    "citations",
+    "raw_path",
+    "digest",
+)
+_SOURCE = ("original_url", "canonical_url", "rank", "collected_at", "text", "digest")
+#: A unit with its archive rows as plain values (no model instance per row: at a million
+#: rows the instances cost more than the query).
+UNIT_VALUES = (
+    "id",
+    "digest",
+    "partition",
+    "state",
+    "observation_id",
+    "tuple_id",
+    "tuple__sampling_stratum",
+    "tuple__inclusion_probability",
+    *(f"observation__query__{name}" for name in _QUERY),
+    *(f"observation__pipeline__{name}" for name in _PIPELINE),
+    *(f"observation__answer__{name}" for name in _ANSWER),
+    *(f"tuple__source__{name}" for name in _SOURCE),
+)
+
+
+_KEYS: dict[tuple[str, Sequence[str]], tuple[tuple[str, str], ...]] = {}
+
+
+def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
+    """An archive row as the mapping functions of audit.archive.mapping read it (attributes)."""
+    keys = _KEYS.get((prefix, names))
+    if keys is None:
+        keys = _KEYS[prefix, names] = tuple((name, prefix + name) for name in names)
+    return SimpleNamespace(**{name: values[key] for name, key in keys})
+
+
+def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
+    """The content of each unit of a chunk, through audit.archive.mapping (so a
+    release carries exactly what a record built elsewhere carries); an answer unit's
+    sources take one more query for the whole chunk."""
+    by_observation: dict[int, list[dict[str, Any]]] = {}
+    if study.codebook.unit != CodebookUnit.TUPLE:
+        rows = (
+            Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
+            .order_by("observation_id", "position", "id")
+            .values("observation_id", *(f"source__{name}" for name in _SOURCE))
+        )
+        for row in rows:
+            by_observation.setdefault(row["observation_id"], []).append(
+                archive.source_as_dict(_row(row, "source__", _SOURCE))
+            )
+    contents = {}
+    for unit in units:
+        if unit["tuple_id"] is not None:
+            sources = [archive.source_as_dict(_row(unit, "tuple__source__", _SOURCE))]
+            sampling = _sampling(
+                unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
+            )
+        else:
+            sources = by_observation.get(unit["observation_id"], [])
+            sampling = None
+        contents[unit["id"]] = UnitContent(
+            unit_id=unit["id"],
+            codebook_unit=study.codebook.unit,
+            digest=unit["digest"],
+            query=archive.query_as_dict(_row(unit, "observation__query__", _QUERY)),
+            pipeline=archive.pipeline_as_dict(_row(unit, "observation__pipeline__", _PIPELINE)),
+            answer=archive.answer_as_dict(_row(unit, "observation__answer__", _ANSWER)),
+            sources=sources,
+            sampling=sampling,
+        )
+    return contents
+
+
+_LABEL_FIELDS = (
+    "id",
+    "unit_id",
+    "kind",
+    "revision",
+    "annotation",
+    "parents",
+    "record_digest",
+    "assisted_model",
+    "created_at",
+)
+_OUTCOME_FIELDS = rf.OUTCOMES.names
+
+
+def _ordered(
+    labels: list[dict[str, Any]], unit: dict[str, Any]
+) -> list[tuple[dict[str, Any], bool]]:
+    """A unit's labels in release order — independent by annotator pseudonym and revision,
+    then consensus, then adjudicated — each with whether it is current: an independent
+    label no later revision replaced, or the unit's final label."""
+    independent = sorted(
+        (label for label in labels if label["kind"] == LabelKind.INDEPENDENT),
+        key=lambda label: (
+            str(label["annotation"].get("annotator")),
+            label["revision"],
+            label["record_digest"],
+        ),
+    )
+    replaced = {parent for label in independent for parent in label["parents"]}
+    final_order = {LabelKind.CONSENSUS: 0, LabelKind.ADJUDICATED: 1}
+    finals = sorted(
+        (label for label in labels if label["kind"] != LabelKind.INDEPENDENT),
+        key=lambda label: (final_order[label["kind"]], label["revision"], label["record_digest"]),
+    )
+    adjudicated = [label for label in finals if label["kind"] == LabelKind.ADJUDICATED]
+    consensus = [label for label in finals if label["kind"] == LabelKind.CONSENSUS]
+    final = None
+    if adjudicated:
+        final = adjudicated[-1]
+    elif consensus and unit["state"] == UnitState.AGREED:
+        final = consensus[-1]
+    return [(label, label["record_digest"] not in replaced) for label in independent] + [
+        (label, label is final) for label in finals
+    ]
+
+
+def _assisted_model(label: dict[str, Any]) -> str | None:
+    assisted = label["annotation"].get("assisted")
+    if isinstance(assisted, dict) and isinstance(assisted.get("model"), str):
+        return assisted["model"]
+    return label["assisted_model"]
+
+
+def _label_row(
+    label: dict[str, Any],
+    annotation: dict[str, Any],
+    unit: dict[str, Any],
+    current: bool,
+    kind: str,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "record_digest": label["record_digest"],
+        "kind": label["kind"],
+        "revision": label["revision"],
+        "current": current,
+        "parents": label["parents"],
+        "unit_digest": unit["digest"],
+        "partition": unit["partition"],
+        "annotator": annotation.get("annotator"),
+        "assisted_model": _assisted_model(label),
+        "created_at": archive.format_instant(label["created_at"]),
+        "rationale": annotation.get("rationale"),
+    }
+    if kind == CodebookUnit.TUPLE:
+        predicates = annotation.get("predicates") or {}
+        row.update({key: predicates.get(key) for key in "IAMD"})
+        row["passage_support"] = annotation.get("passage_support")
+        row["source_role"] = annotation.get("source_role")
+        row["spans"] = annotation.get("spans")
+        row["evidence"] = annotation.get("evidence")
+    else:
+        verdicts = annotation.get("verdicts")
+        for key in rf.VERDICTS:
+            verdict = (verdicts or {}).get(key)
+            row[key] = verdict.get("value") if isinstance(verdict, dict) else None
+        claims = annotation.get("claims") or []
+        row["claim_count"] = len(claims)
+        row["claims"] = claims
+        row["verdicts"] = verdicts
+    return row
+
+
+def bundle_write(
+    *,
+    study: Study,
+    name: str,
+    directory: Path,
+    withhold_texts: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+) -> Bundle:
+    """Write the whole bundle of ``study`` into ``directory`` (which must not exist)."""
+    study = Study.objects.select_related("codebook").get(pk=study.pk)
+    rf.check_slug(study.slug, "study slug")
+    rf.check_slug(name, "release name")
+    directory = Path(directory)
+    directory.mkdir(parents=True)
+    codebook = study.codebook
+    unit_kind = codebook.unit
+
+    label_cutoff = Label.objects.filter(study=study).aggregate(top=Max("id"))["top"] or 0
+    ledger_cutoff = LedgerEntry.objects.filter(study=study).aggregate(top=Max("seq"))["top"] or 0
+    gate = StudyGate.objects.filter(study=study).first()
+    reached = gate.reached if gate else None
+    freeze = StudyFreeze.objects.filter(study=study).first()
+    sealed = partition_sealed(study, Partition.TEST)
+
+    units_qs = Unit.objects.filter(study=study)
+    withheld_units = withheld_labels = 0
+    if sealed:
+        withheld_units = units_qs.filter(partition=Partition.TEST).count()
+        withheld_labels = Label.objects.filter(
+            study=study, unit__partition=Partition.TEST, id__lte=label_cutoff
+        ).count()
+        units_qs = units_qs.exclude(partition=Partition.TEST)
+    total_units = units_qs.count()
+
+    rf.write_json(rf.bundle_file(directory, rf.CODEBOOK), codebook.definition)
+
+    tally = _Tally()
+    withheld = rf.Withheld()
+    tables = {
+        "labels_independent": rf.TableFiles(
+            directory, rf.label_table("labels_independent", unit_kind)
+        ),
+        "labels_final": rf.TableFiles(directory, rf.label_table("labels_final", unit_kind)),
+        "outcomes": rf.TableFiles(directory, rf.OUTCOMES),
+    }
+    records = rf.bundle_file(directory, rf.RECORDS).open("xb")
+    try:
+        rf.write_jsonl(
+            records,
+            [
+                {
+                    "claimgate": "records",
+                    "format_version": rf.FORMAT_VERSION,
+                    "codebook": {
+                        "name": codebook.name,
+                        "version": codebook.version,
+                        "digest": codebook.digest,
+                    },
+                    "texts_withheld": withhold_texts,
+                }
+            ],
+        )
+        units = units_qs.order_by("digest").values(*UNIT_VALUES).iterator(chunk_size=CHUNK)
+        reported = -1
+        for chunk in _batches(units, CHUNK):
+            _write_chunk(
+                study=study,
+                chunk=chunk,
+                label_cutoff=label_cutoff,
+                ledger_cutoff=ledger_cutoff,
+                withhold_texts=withhold_texts,
+                records=records,
+                tables=tables,
+                tally=tally,
+                withheld=withheld,
+            )
+            percent = min(99, tally.units * 100 // max(total_units, 1))
+            if on_progress is not None and percent != reported:
+                on_progress(percent)
+                reported = percent
+    finally:
+        records.close()
+        for table in tables.values():
+            table.close()
+
+    boundary = claim_boundary(reached)
+    stage_doc = {
+        "study": study.slug,
+        "stage": reached,
+        "claim_boundary": boundary,
+        "gate": gate.report if gate else None,
+        "checker_version": CHECKER_VERSION,
+        "frozen": freeze is not None,
+        "freeze": None
+        if freeze is None
+        else {
+            "frozen_at": archive.format_instant(freeze.frozen_at),
+            "codebook_digest": freeze.codebook_digest,
+            "pipelines_digest": freeze.pipelines_digest,
+            "thresholds_digest": freeze.thresholds_digest,
+            "partition_digest": freeze.partition_digest,
+            "partition_counts": freeze.partition_counts,
+        },
+        "test_partition": {
+            "sealed": sealed,
+            "withheld_units": withheld_units,
+            "withheld_labels": withheld_labels,
+        },
+    }
+    rf.write_json(rf.bundle_file(directory, rf.STAGE), stage_doc)
+    reliability_note = _reliability(study, directory)
+
+    files_rows = [
+        (rf.CODEBOOK, None, f"the codebook {codebook.name} {codebook.version}, as stored"),
+        (rf.STAGE, None, "validation stage, claim boundary, freeze and test partition"),
+    ]
+    if (directory / rf.RELIABILITY).exists():
+        files_rows.append((rf.RELIABILITY, None, "the latest reliability report"))
+    files_rows.append(
+        (rf.RECORDS, sum(tally.kinds.values()), "every label as a full record (+ header)")
+    )
+    described = {
+        "labels_independent": "independent labels, every revision, with lineage",
+        "labels_final": "consensus and adjudicated labels (`current`: the unit's final label)",
+        "outcomes": "claim-ledger outcome of each record: endpoint, priority, action",
+    }
+    for table_name, table in tables.items():
+        for ext in rf.TABLE_FORMATS:
+            files_rows.append((f"{table_name}.{ext}", table.rows, described[table_name]))
+
+    counts = [
+        ("units in this release", tally.units),
+        ("units withheld (test partition, sealed)", withheld_units),
+        ("labels withheld (test partition, sealed)", withheld_labels),
+        ("independent labels (every revision)", tally.kinds[LabelKind.INDEPENDENT]),
+        ("independent labels, current revisions", tally.current_independent),
+        ("consensus labels", tally.kinds[LabelKind.CONSENSUS]),
+        ("adjudicated labels", tally.kinds[LabelKind.ADJUDICATED]),
+        ("units with a final label", tally.final_units),
+        ("records with a claim-ledger outcome", tally.outcomes),
+        ("records without an outcome yet", tally.without_outcome),
+    ]
+    import pyarrow
+
+    facts = {
+        "release": name,
+        "study": study.slug,
+        "title": study.title,
+        "frozen": freeze is not None,
+        "frozen_at": archive.format_instant(freeze.frozen_at) if freeze else None,
+        "withheld_units": withheld_units,
+        "withheld_labels": withheld_labels,
+        "stage": reached,
+        "codebook": f"{codebook.name} {codebook.version}",
+        "codebook_digest": codebook.digest,
+        "checker_version": CHECKER_VERSION,
+        "label_dates": (
+            archive.format_instant(tally.first),
+            archive.format_instant(tally.last),
+        )
+        if tally.first
+        else None,
+        "counts": counts,
+        "annotators": sorted(tally.annotators.items()),
+        "assisted": tally.assisted,
+        "unassisted": tally.unassisted,
+        "texts_withheld": withhold_texts,
+        "withheld_texts": withheld.as_dict(),
+        "boundary": boundary,
+        "reliability_note": reliability_note,
+        "files": files_rows,
+        "pyarrow": pyarrow.__version__,
+    }
+    rf.bundle_file(directory, rf.README).write_text(
+        rf.render_datasheet(facts), encoding="utf-8", newline="\n"
+    )
+    files = rf.write_manifest(directory)
+    rf.fsync_dir(directory)
+    return Bundle(files=files, stage=reached, facts=facts)
+
+
+def _write_chunk(
+    *,
+    study: Study,
+    chunk: list[dict[str, Any]],
+    label_cutoff: int,
+    ledger_cutoff: int,
+    withhold_texts: bool,
+    records: Any,
+    tables: dict[str, rf.TableFiles],
+    tally: _Tally,
+    withheld: rf.Withheld,
+) -> None:
+    contents = _contents(study, chunk)
+    by_unit: dict[int, list[dict[str, Any]]] = {}
+    labels = Label.objects.filter(
+        unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff
+    ).values(*_LABEL_FIELDS)
+    for label in labels:
+        by_unit.setdefault(label["unit_id"], []).append(label)
+    digests = [label["record_digest"] for rows in by_unit.values() for label in rows]
+    outcomes = {
+        entry["record_digest"]: entry
+        for entry in LedgerEntry.objects.filter(
+            record_digest__in=digests, seq__lte=ledger_cutoff
+        ).values(*_OUTCOME_FIELDS)
+    }
+    unit_kind = study.codebook.unit
+    for unit in chunk:
+        tally.units += 1
+        content = contents[unit["id"]]
+        has_final = False
+        for label, current in _ordered(by_unit.get(unit["id"], []), unit):
+            record, line = _record_line(study, content, label)
+            kind = label["kind"]
+            tally.kinds[kind] += 1
+            tally.saw(label["created_at"])
+            if withhold_texts:
+                record = rf.withhold_record(record, withheld)
+                line = canonical_json_unchecked(record) + b"\n"
+            annotation = record["annotation"]
+            row = _label_row(label, annotation, unit, current, unit_kind)
+            if kind == LabelKind.INDEPENDENT:
+                tables["labels_independent"].write(row)
+                tally.annotators[str(annotation.get("annotator"))] += 1
+                tally.current_independent += current
+                if _assisted_model(label) is None:
+                    tally.unassisted += 1
+                else:
+                    tally.assisted += 1
+            else:
+                tables["labels_final"].write(row)
+                has_final = has_final or current
+            records.write(line)
+            outcome = outcomes.get(label["record_digest"])
+            if outcome is None:
+                tally.without_outcome += 1
+            else:
+                tables["outcomes"].write(outcome)
+                tally.outcomes += 1
+        tally.final_units += has_final
+
+
+def _record_line(
+    study: Study, content: UnitContent, label: dict[str, Any]
+) -> tuple[dict[str, Any], bytes]:
+    """The label's full record, rebuilt by audit.archive.records.record_build with the sealing
+    left to this function: the record body is serialized once, canonically; its SHA-256
+    must be the stored record digest (else the archive changed under the label and the
+    build stops), and the line is that text with ``record_digest`` set in its sorted
+    place — right before the top-level ``"sampling"`` key, the last one of that name (no
+    source object has such a key)."""
+    record = record_body(
+        study=study, content=content, annotation=label["annotation"], parents=label["parents"]
+    )
+    text = canonical_text_unchecked(record)
+    digest = sha256_hex(text.encode("utf-8"))
+    if digest != label["record_digest"]:
+        raise ReleaseRefused(
+            f"the stored label {label['record_digest']} does not rebuild to the same record "
+            f"(got {digest}): the archive changed under it",
+            code=DIGEST_MISMATCH,
+        )
+    at = text.rfind(',"sampling":')
+    line = text[:at] + ',"record_digest":"' + digest + '"' + text[at:] + "\n"
+    record["record_digest"] = digest
+    return record, line.encode("utf-8")
+
+
+def _reliability(study: Study, directory: Path) -> str:
+    """Bundle the study's latest reliability report when the metrics app provides one."""
+    try:
+        from metrics.selectors import latest_report
+    except ImportError:
+        return (
+            "No reliability report: this version of Claimgate does not compute one yet "
+            "(metrics.selectors.latest_report is missing)."
+        )
+    report = latest_report(study)
+    if report is None:
+        return "No reliability report has been computed for this study yet."
+    import json
+
+    plain = json.loads(json.dumps(report, default=str))
+    rf.write_json(rf.bundle_file(directory, rf.RELIABILITY), plain)
+    return (
+        f"`{rf.RELIABILITY}` holds the latest reliability report of the study, computed on "
+        "the original independent labels."
+    )
+
+
+# --- reads for pages and the API ---------------------------------------------------------
+
+
+def release_file_path(*, release: Release, file_name: str) -> Path:
+    """A ready release's file, by a name its row lists (never a name from the request
+    alone); ``LookupError`` for anything else."""
+    if release.status != ReleaseStatus.READY or file_name not in release.files:
+        raise LookupError(file_name)
+    return rf.bundle_file(release_dir(study=release.study, name=release.name), file_name)
+
+
+def release_manifest_text(*, release: Release) -> str:
+    try:
+        return release_file_path(release=release, file_name=rf.MANIFEST).read_text("utf-8")
+    except (LookupError, OSError):
+        return ""
+
+
+def release_zip_path(*, release: Release) -> Path:
+    """The bundle as a deterministic zip next to its folder (``<name>.zip``: a release
+    name has no dot, so it never names a folder), written once on first request."""
+    if release.status != ReleaseStatus.READY:
+        raise LookupError(release.name)
+    directory = release_dir(study=release.study, name=release.name)
+    target = directory.parent / f"{release.name}.zip"
+    if not target.exists():
+        partial = directory.parent / f".partial-{release.name}-{uuid.uuid4().hex}.zip"
+        try:
+            with partial.open("xb") as stream:
+                rf.write_zip(
+                    stream, directory, sorted(release.files), f"{release.study.slug}-{release.name}"
+                )
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+def release_withheld_units(*, study: Study) -> int:
+    """Units a release built now would leave out (the sealed test partition)."""
+    if not partition_sealed(study, Partition.TEST):
+        return 0
+    return Unit.objects.filter(study=study, partition=Partition.TEST).count()
