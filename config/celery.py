@@ -1,5 +1,6 @@
-"""The Celery application. Tasks live in the apps' ``jobs`` modules (never "tasks": in
-Claimgate's domain language annotation work is not a Celery task)."""
+"""The Celery application. Tasks live in the capabilities' ``jobs`` modules (never "tasks":
+in Claimgate's domain language annotation work is not a Celery task), all of them listed
+in CELERY_IMPORTS; code queues them by name through audit.queueing."""
 
 import os
 
@@ -9,4 +10,3 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 
 app = Celery("claimgate")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(related_name="jobs")

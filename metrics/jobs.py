@@ -1,16 +1,17 @@
-"""Celery jobs of reports. They take ids, are idempotent and only call services."""
+"""Celery jobs of reports. They take ids, are idempotent and only call services; follow-up
+work is queued by name (audit.queueing)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from annotator.adjudication.jobs import RETRY, enqueue, study_gate_refresh
 from audit.archive.models import Study
+from audit.queueing import RETRY, STUDY_GATE_REFRESH, STUDY_REPORT_REFRESH, queue_job
 from metrics.models import ReportStatus, StudyReport
 from metrics.services import report_refresh
 
 
-@shared_task(name="claimgate.study_report_refresh", **RETRY)
+@shared_task(name=STUDY_REPORT_REFRESH, **RETRY)
 def study_report_refresh(study_id: int) -> str:
     """Recompute the study's reliability report, debounced: a request while one is queued
     adds nothing, and a study never has two runs at a time (metrics.services). The gate is
@@ -20,8 +21,8 @@ def study_report_refresh(study_id: int) -> str:
     if StudyReport.objects.filter(study=study, status=ReportStatus.QUEUED).exists() and (
         not StudyReport.objects.filter(study=study, status=ReportStatus.RUNNING).exists()
     ):
-        enqueue(study_report_refresh, study_id)  # left over after MAX_RUNS_PER_REFRESH
+        queue_job(STUDY_REPORT_REFRESH, study_id)  # left over after MAX_RUNS_PER_REFRESH
     if report is None:
         return "debounced"
-    enqueue(study_gate_refresh, study_id)
+    queue_job(STUDY_GATE_REFRESH, study_id)
     return report.status

@@ -1,7 +1,7 @@
 """The reliability report page, its status fragment (polled by htmx while a report runs),
 the Recompute button and the CSV downloads. Thin: access through annotator.access and
-audit.ledger.views.may_see_gate, reads from metrics.selectors, the computation is a
-queued job (metrics.jobs)."""
+audit.ledger.views.may_see_gate, reads from metrics.selectors, the computation is a job
+queued by name (audit.queueing)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from annotator.memberships.models import Role
 from audit.archive.models import Study
 from audit.ledger.selectors import PARTITION_LABELS, STAGE_LABELS
 from audit.ledger.views import _csv_response, may_see_gate
+from audit.queueing import STUDY_REPORT_REFRESH, queue_job
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
 from metrics.models import StudyReport
@@ -273,11 +274,8 @@ def study_reliability_status(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def study_reliability_recompute(request: HttpRequest, slug: str) -> HttpResponse:
-    from annotator.adjudication.jobs import enqueue
-    from metrics.jobs import study_report_refresh
-
     study = study_get_for_researcher(user=request.user, slug=slug)
-    enqueue(study_report_refresh, study.pk)
+    queue_job(STUDY_REPORT_REFRESH, study.pk)
     messages.success(request, "The reliability report is being recomputed by a worker.")
     return redirect(reverse("study-reliability", args=[study.slug]))
 

@@ -21,6 +21,7 @@ from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
 from audit.ledger.models import LedgerEntry
 from audit.ledger.services import ledger_append
+from audit.queueing import LABEL_ADJUDICATED, queue_job
 
 #: The fields whose equality makes independent labels agree, per codebook unit. Spans,
 #: evidence values and reasons may differ between agreeing annotators.
@@ -252,7 +253,5 @@ def adjudication_submit(
             client_submission_id=submission_id,
         )
         Unit.objects.filter(pk=unit.pk).update(state=UnitState.ADJUDICATED)
-        from annotator.adjudication.jobs import enqueue, label_adjudicated
-
-        enqueue(label_adjudicated, label.pk)
+        queue_job(LABEL_ADJUDICATED, label.pk)
     return label

@@ -18,6 +18,7 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.queueing import LABEL_SUBMITTED, queue_job
 
 __all__ = ["record_build"]  # re-exported: the record of a label is built by audit.archive.records
 
@@ -281,10 +282,5 @@ def label_submit(
                 state=UnitState.PARTIALLY_LABELLED
             )
         Draft.objects.filter(assignment=assignment).delete()
-        from annotator.adjudication.jobs import (  # jobs import these services
-            enqueue,
-            label_submitted,
-        )
-
-        enqueue(label_submitted, label.pk)
+        queue_job(LABEL_SUBMITTED, label.pk)
     return Submission(label=label, replayed=False)

@@ -1,6 +1,6 @@
 """The researcher's outcomes page, its CSV downloads, the record page and the gate's
 Recompute button. Thin: access from annotator.access, reads from audit.ledger.selectors,
-the recomputation is a queued job (annotator.adjudication.jobs)."""
+the recomputation is a job queued by name (audit.queueing)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from audit.ledger.selectors import (
     review_csv_rows,
     study_outcomes,
 )
+from audit.queueing import STUDY_GATE_REFRESH, queue_job
 
 #: How many CONTEXTUALIZE/REVIEW units the page lists; the CSV download has them all.
 REVIEW_LIST_LIMIT = 200
@@ -302,10 +303,8 @@ def study_record(request: HttpRequest, slug: str, digest: str) -> HttpResponse:
 @login_required
 @require_POST
 def study_gate_recompute(request: HttpRequest, slug: str) -> HttpResponse:
-    from annotator.adjudication.jobs import enqueue, study_gate_refresh
-
     study = study_get_for_researcher(user=request.user, slug=slug)
-    enqueue(study_gate_refresh, study.pk)
+    queue_job(STUDY_GATE_REFRESH, study.pk)
     messages.success(
         request,
         "The validation gate is being recomputed by a worker; the panel shows the result "

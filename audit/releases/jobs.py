@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotator.adjudication.jobs import RETRY
+from audit.queueing import RELEASE_BUILD, RETRY
 from audit.releases.models import Release
 from audit.releases.services import release_build_run
 
 
-@shared_task(name="claimgate.release_build", **RETRY)
+@shared_task(name=RELEASE_BUILD, **RETRY)
 def release_build_job(release_id: int, withhold_texts: bool = False) -> str:
     release = Release.objects.get(pk=release_id)
     return release_build_run(release=release, withhold_texts=withhold_texts).status

@@ -40,6 +40,7 @@ from audit.archive.selectors import codebook_registry
 from audit.archive.services import LineProblem, _reject, _store, _Unit
 from audit.contract import check_record, codes
 from audit.contract.digests import unit_digest
+from audit.queueing import STUDY_GATE_REFRESH, queue_job
 
 RECORD_EXISTS = "record_exists"
 TEXTS_WITHHELD = "texts_withheld"
@@ -161,9 +162,7 @@ def records_import(*, study: Study, data: bytes, file_name: str, user: Any = Non
             batch.status = ImportStatus.UNCHANGED
         batch.save()
     if created:
-        from annotator.adjudication.jobs import enqueue, study_gate_refresh
-
-        enqueue(study_gate_refresh, study.pk)
+        queue_job(STUDY_GATE_REFRESH, study.pk)
     return RecordsImport(batch, labels_created=created, labels_existing=len(existing))
 
 

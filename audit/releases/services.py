@@ -47,6 +47,7 @@ from audit.ledger.gate import claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
 from audit.ledger.selectors import partition_sealed
 from audit.partitions.models import StudyFreeze
+from audit.queueing import RELEASE_BUILD, queue_job
 from audit.releases import formats as rf
 from audit.releases.models import Release, ReleaseStatus
 
@@ -104,10 +105,7 @@ def release_request(
 ) -> Release:
     """Create the release and queue its build (after commit); pages and the API call this."""
     release = release_create(study=study, name=name, user=user)
-    from annotator.adjudication.jobs import enqueue
-    from audit.releases.jobs import release_build_job
-
-    enqueue(release_build_job, release.pk, withhold_texts)
+    queue_job(RELEASE_BUILD, release.pk, withhold_texts)
     return release
 
 

@@ -215,8 +215,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_TASK_PUBLISH_RETRY = False
-# Job modules beyond the apps' "jobs" modules that autodiscovery finds.
-CELERY_IMPORTS = ("annotator.adjudication.jobs", "audit.releases.jobs")
+# Every module that registers jobs (the worker and beat import these; in eager mode
+# audit.queueing imports them on first use). Job names are listed in audit.queueing.
+CELERY_IMPORTS = (
+    "annotator.adjudication.jobs",
+    "audit.ledger.jobs",
+    "audit.releases.jobs",
+    "metrics.jobs",
+)
 CELERY_BEAT_SCHEDULE = {
     "outcomes-sweep": {"task": "claimgate.outcomes_sweep", "schedule": 60.0},
 }

@@ -15,13 +15,14 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotator.adjudication.jobs import label_adjudicated, label_submitted, study_gate_refresh
+from annotator.adjudication.jobs import label_adjudicated, label_submitted
 from annotator.adjudication.services import adjudication_submit
 from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Unit, UnitState
+from audit.ledger.jobs import study_gate_refresh
 from audit.ledger.models import LedgerEntry, StudyGate
 from audit.ledger.selectors import (
     NO_ROLE,
@@ -475,7 +476,7 @@ def test_the_gate_panel_computes_a_missing_gate(study, people):
 def test_recompute_queues_the_gate_job(study, people, world, monkeypatch):
     queued = []
     monkeypatch.setattr(
-        "annotator.adjudication.jobs.enqueue", lambda job, *args: queued.append((job, args))
+        "audit.ledger.views.queue_job", lambda name, *args: queued.append((name, args))
     )
     url = reverse("study-gate-recompute", args=[study.slug])
 
@@ -486,7 +487,7 @@ def test_recompute_queues_the_gate_job(study, people, world, monkeypatch):
 
     response = client_for(people["res"]).post(url, follow=True)
 
-    assert queued == [(study_gate_refresh, (study.pk,))]
+    assert queued == [(study_gate_refresh.name, (study.pk,))]
     assert response.redirect_chain[-1][0].endswith(
         reverse("study-detail", args=[study.slug]) + "#gate"
     )

@@ -1,0 +1,80 @@
+"""Background work, queued by job name: the one seam between a write and its jobs.
+
+A service (or a page, or a job) that must start background work calls
+``queue_job(NAME, *ids)``: the job is sent by its registered name once the current
+transaction commits, so the caller never imports a ``jobs`` module. Jobs import
+services; nothing imports jobs (import-linter contract). The names below are the
+strings Celery registers, that queued messages and the beat schedule carry: renaming
+one strands every message already queued under it.
+
+If the broker cannot be reached the write still stands; the periodic sweep
+(``claimgate.outcomes_sweep``) picks its outcome up later. With no broker configured
+(``make demo``, the embedded default) Celery runs eagerly: the job runs here, now, as
+``apply()``; a failure is logged, not raised, for the same reason.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+from django.db import DatabaseError, transaction
+
+logger = logging.getLogger("claimgate.jobs")
+
+LABEL_SUBMITTED = "claimgate.label_submitted"
+LABEL_ADJUDICATED = "claimgate.label_adjudicated"
+OUTCOMES_SWEEP = "claimgate.outcomes_sweep"
+STUDY_GATE_REFRESH = "claimgate.study_gate_refresh"
+STUDY_REPORT_REFRESH = "claimgate.study_report_refresh"
+RELEASE_BUILD = "claimgate.release_build"
+#: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
+JOBS = (
+    LABEL_SUBMITTED,
+    LABEL_ADJUDICATED,
+    OUTCOMES_SWEEP,
+    STUDY_GATE_REFRESH,
+    STUDY_REPORT_REFRESH,
+    RELEASE_BUILD,
+)
+
+#: How every job retries: with backoff on database errors; ``acks_late`` with
+#: ``reject_on_worker_lost`` so that a worker killed mid-job leaves the message to be
+#: redelivered, which is safe because every job checks what is already done.
+RETRY = {
+    "autoretry_for": (DatabaseError,),
+    "retry_backoff": 2,
+    "retry_backoff_max": 120,
+    "retry_jitter": True,
+    "max_retries": 10,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+}
+
+
+def _run_here(name: str, args: tuple[object, ...]) -> None:
+    """Eager mode: look the job up by name (loading the jobs modules the worker would
+    load, CELERY_IMPORTS, on first use) and apply it in this process."""
+    app = current_app
+    if name not in app.tasks:
+        app.loader.import_default_modules()
+    job = app.tasks[name]
+    try:
+        job.apply(args=args, throw=True)
+    except Exception:
+        logger.exception("job %s%r failed; the sweep will catch up", name, args)
+
+
+def queue_job(name: str, *args: object) -> None:
+    """Queue the job registered as ``name`` once the current transaction commits."""
+
+    def send() -> None:
+        if current_app.conf.task_always_eager:
+            _run_here(name, args)
+            return
+        try:
+            current_app.send_task(name, args=args, retry=False)
+        except Exception:  # the broker is down or refuses: never lose the write
+            logger.warning("could not queue %s%r; the sweep will catch up", name, args)
+
+    transaction.on_commit(send)
