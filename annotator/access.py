@@ -41,6 +41,19 @@ def roles_in_study(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> s
     return set(Membership.objects.filter(user=user, study=study).values_list("role", flat=True))
 
 
+def may_see_gate(*, user: AbstractBaseUser | AnonymousUser, roles: set[str]) -> bool:
+    """Researchers and adjudicators see the validation gate on the study page. Annotators
+    never do: its counts are other people's progress. Someone who annotates in the study
+    does not see it through an adjudicator role either."""
+    if user.is_superuser:
+        return True
+    if Role.RESEARCHER in roles:
+        return True
+    if Role.ANNOTATOR in roles:
+        return False
+    return Role.ADJUDICATOR in roles
+
+
 def study_get_for_member(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
     study = Study.objects.select_related("codebook").filter(slug=slug).first()
     if study is None:

@@ -1,11 +1,11 @@
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
+from audit.triggers import maintenance_flag
+
 
 def _register_sqlite_functions(sender, connection, **kwargs) -> None:
     if connection.vendor == "sqlite":
-        from audit.triggers import maintenance_flag
-
         connection.connection.create_function("claimgate_maintenance", 0, maintenance_flag)
 
 

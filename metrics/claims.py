@@ -39,10 +39,9 @@ from types import MappingProxyType
 from typing import Any
 
 from audit.contract import codes
-from audit.contract.endpoint import summarize_supported
+from audit.contract.endpoint import VERDICTS, summarize_supported
 
 #: The six answer-level verdicts, in the codebook's order.
-VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 STATUSES = ("complete", "failed")
 CLAIM_KINDS = ("verifiable", "not_truth_apt")
 #: Fields an assessment can be grouped by.

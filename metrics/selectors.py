@@ -40,8 +40,9 @@ from audit.archive.models import (
     Unit,
     UnitState,
 )
+from audit.contract.endpoint import VERDICTS
 from audit.ledger.models import StudyGate
-from audit.ledger.selectors import PARTITIONS, UNASSIGNED, VERDICTS, partition_sealed
+from audit.partitions.selectors import PARTITION_KEYS, UNASSIGNED, partition_sealed
 from metrics.matrices import (
     CLAIM_ITEMS,
     ClaimSpan,
@@ -57,7 +58,7 @@ NOT_ARCHIVED = "(raw original not archived)"
 
 
 def sealed_partitions(study: Study) -> tuple[str, ...]:
-    return tuple(key for key in PARTITIONS if partition_sealed(study, key))
+    return tuple(key for key in PARTITION_KEYS if partition_sealed(study, key))
 
 
 #: Rows per fetch of the label and unit reads.
@@ -143,7 +144,7 @@ def _items(study: Study) -> tuple[tuple[str, str], ...]:
 
 def _pseudonyms(study: Study) -> dict[int, str]:
     """How each member is named in reports: their annotator pseudonym (else their first
-    membership's), as ``annotator.labelling.services.pseudonym_of`` names them in records."""
+    membership's), as ``annotator.memberships.services.pseudonym_of`` names them in records."""
     names: dict[int, tuple[bool, int, str]] = {}
     for user_id, role, pk, pseudonym in Membership.objects.filter(study=study).values_list(
         "user_id", "role", "pk", "pseudonym"
@@ -232,7 +233,7 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         labels_digest=labels_digest_of(heads.record_digests),
         sealed_partitions=tuple(key for key in sealed if key in present),
         included_partitions=tuple(
-            key for key in PARTITIONS if key not in sealed and key in present
+            key for key in PARTITION_KEYS if key not in sealed and key in present
         ),
         **inputs,
     )

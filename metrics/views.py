@@ -1,7 +1,6 @@
 """The reliability report page, its status fragment (polled by htmx while a report runs),
-the Recompute button and the CSV downloads. Thin: access through annotator.access and
-audit.ledger.views.may_see_gate, reads from metrics.selectors, the computation is a job
-queued by name (audit.queueing)."""
+the Recompute button and the CSV downloads. Thin: access through annotator.access, reads
+from metrics.selectors, the computation is a job queued by name (audit.queueing)."""
 
 from __future__ import annotations
 
@@ -17,11 +16,17 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator.access import roles_in_study, study_get_for_member, study_get_for_researcher
+from annotator.access import (
+    may_see_gate,
+    roles_in_study,
+    study_get_for_member,
+    study_get_for_researcher,
+)
 from annotator.memberships.models import Role
 from audit.archive.models import Study
-from audit.ledger.selectors import PARTITION_LABELS, STAGE_LABELS
-from audit.ledger.views import _csv_response, may_see_gate
+from audit.ledger.downloads import csv_response
+from audit.ledger.gate import STAGE_LABELS
+from audit.partitions.selectors import PARTITION_LABELS
 from audit.queueing import STUDY_REPORT_REFRESH, queue_job
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
@@ -531,4 +536,4 @@ def study_reliability_csv(request: HttpRequest, slug: str) -> HttpResponse:
         f"stage {report.stage or 'none'}",
         f"labels_digest {report.labels_digest}",
     ]
-    return _csv_response([stamp, *rows], f"{study.slug}-reliability-{table}.csv")
+    return csv_response([stamp, *rows], f"{study.slug}-reliability-{table}.csv")

@@ -30,8 +30,9 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 
 from annotator.labelling.models import Assignment, Draft, Label
 from annotator.labelling.selectors import unit_content
-from annotator.labelling.services import assignment_next, draft_save, label_submit, pseudonym_of
+from annotator.labelling.services import assignment_next, draft_save, label_submit
 from annotator.memberships.models import Membership, Role
+from annotator.memberships.services import pseudonym_of
 from audit.archive.models import Unit
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study

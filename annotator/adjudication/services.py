@@ -12,13 +12,17 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
+from annotator.errors import AnnotationError
 from annotator.labelling.models import Label, LabelKind
-from annotator.labelling.services import AnnotationError, LabelRefused, pseudonym_of
+from annotator.labelling.selectors import label_record
+from annotator.labelling.services import LabelRefused
 from annotator.memberships.models import Role
+from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build, unit_content
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.contract.endpoint import VERDICTS
 from audit.ledger.models import LedgerEntry
 from audit.ledger.services import ledger_append
 from audit.queueing import LABEL_ADJUDICATED, queue_job
@@ -26,7 +30,6 @@ from audit.queueing import LABEL_ADJUDICATED, queue_job
 #: The fields whose equality makes independent labels agree, per codebook unit. Spans,
 #: evidence values and reasons may differ between agreeing annotators.
 SOURCE_RISK_JUDGMENTS = ("predicates", "passage_support", "source_role")
-VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 
 
 def judgments_of(annotation: dict[str, Any], unit_kind: str) -> tuple:
@@ -51,16 +54,6 @@ def independent_heads(*, unit: Unit) -> list[Label]:
     wanted = {(row["annotator_id"], row["revision"]) for row in latest}
     labels = Label.objects.filter(unit=unit, kind=LabelKind.INDEPENDENT).order_by("id")
     return [label for label in labels if (label.annotator_id, label.revision) in wanted]
-
-
-def label_record(*, label: Label) -> dict[str, Any]:
-    study = Study.objects.select_related("codebook").get(pk=label.study_id)
-    return record_build(
-        study=study,
-        content=unit_content(unit=label.unit),
-        annotation=label.annotation,
-        parents=label.parents,
-    )
 
 
 def label_outcome(*, label: Label) -> LedgerEntry:

@@ -28,9 +28,10 @@ from annotator.adjudication.services import (
     adjudication_submit,
     independent_heads,
 )
+from annotator.errors import AnnotationError
 from annotator.labelling.forms import SubmitForm, annotation_for_page, codebook_for_page
 from annotator.labelling.models import Assignment, Label, LabelKind
-from annotator.labelling.services import AnnotationError, LabelRefused, _annotation_from_input
+from annotator.labelling.services import LabelRefused, _annotation_from_input
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
 

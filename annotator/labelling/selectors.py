@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 
 from annotator.labelling.models import Assignment, Draft, Label, LabelKind
 from audit.archive.models import Study
-from audit.archive.records import UnitContent, unit_content
+from audit.archive.records import UnitContent, record_build, unit_content
 
 __all__ = [
     "UnitContent",
@@ -17,6 +17,7 @@ __all__ = [
     "assignments_of",
     "draft_of",
     "label_head",
+    "label_record",
     "labels_of_assignment",
     "unit_content",
 ]
@@ -32,6 +33,17 @@ def label_head(*, assignment: Assignment) -> Label | None:
         )
         .order_by("-revision")
         .first()
+    )
+
+
+def label_record(*, label: Label) -> dict[str, Any]:
+    """The full record of a stored label, rebuilt as the checker sees it."""
+    study = Study.objects.select_related("codebook").get(pk=label.study_id)
+    return record_build(
+        study=study,
+        content=unit_content(unit=label.unit),
+        annotation=label.annotation,
+        parents=label.parents,
     )
 
 

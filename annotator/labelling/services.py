@@ -11,30 +11,21 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.errors import AnnotationError
 from annotator.labelling.models import Assignment, Draft, Label, LabelKind
 from annotator.labelling.selectors import label_head, unit_content
-from annotator.memberships.models import Membership, Role
+from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
 from audit.queueing import LABEL_SUBMITTED, queue_job
 
-__all__ = ["record_build"]  # re-exported: the record of a label is built by audit.archive.records
+# Re-exported: the record of a label is built by audit.archive.records, and every refusal
+# here is an AnnotationError (annotator.errors).
+__all__ = ["AnnotationError", "record_build"]
 
 # --- errors -------------------------------------------------------------------------
-
-
-class AnnotationError(Exception):
-    """A refused annotation request; ``code`` is machine-readable, the text is for people."""
-
-    code = "annotation_error"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if code:
-            self.code = code
 
 
 class LabelRefused(AnnotationError):
@@ -63,39 +54,6 @@ class DraftConflict(AnnotationError):
 
 class AssignmentClosed(AnnotationError):
     code = "assignment_closed"
-
-
-# --- memberships and the study's settings --------------------------------------------
-
-
-def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
-    """Give ``user`` a role in ``study``; adding an existing membership changes nothing."""
-    if role not in Role.values:
-        raise AnnotationError(f"unknown role {role!r}", code="unknown_role")
-    membership, _ = Membership.objects.get_or_create(study=study, user=user, role=role)
-    return membership
-
-
-def study_overlap_set(*, study: Study, overlap: int) -> Study:
-    """Set k, the number of distinct annotators per unit. Lowering k never takes back a
-    slot already handed out; raising it opens new slots on every unit."""
-    if overlap < 1 or overlap > 20:
-        raise AnnotationError("the overlap k must be between 1 and 20", code="invalid_overlap")
-    Study.objects.filter(pk=study.pk).update(overlap=overlap)
-    study.overlap = overlap
-    return study
-
-
-def pseudonym_of(*, study: Study, user: AbstractBaseUser) -> str:
-    """How records name a person: the pseudonym of their annotator membership (or of
-    their first membership, for an adjudicator)."""
-    memberships = sorted(
-        Membership.objects.filter(study=study, user=user),
-        key=lambda m: (m.role != Role.ANNOTATOR, m.pk),
-    )
-    if not memberships:
-        raise AnnotationError("not a member of this study", code="not_a_member")
-    return memberships[0].pseudonym
 
 
 # --- the queue -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from annotator.memberships.models import Role
 
 class MemberAddForm(forms.Form):
     """Give an existing account a role in a study. The account is looked up here; the
-    membership itself is written by ``annotator.labelling.services.membership_add``."""
+    membership itself is written by ``annotator.memberships.services.membership_add``."""
 
     username = forms.CharField(
         label="Username",

@@ -1,7 +1,8 @@
 """The researcher's people page: who holds which role in a study, adding someone, and k.
 
 Access from ``annotator.access`` (outsiders 404, members without the researcher role 403),
-writes from ``annotator.labelling.services``. Researchers see everything, usernames included.
+writes from ``annotator.memberships.services``. Researchers see everything, usernames
+included.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotator.access import study_get_for_researcher
-from annotator.labelling.services import AnnotationError, membership_add, study_overlap_set
+from annotator.errors import AnnotationError
 from annotator.memberships.forms import MemberAddForm, OverlapForm
 from annotator.memberships.models import Membership
+from annotator.memberships.services import membership_add, study_overlap_set
 from audit.archive.models import Study
 
 ACTION_MEMBER_ADD = "member-add"

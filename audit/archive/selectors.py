@@ -8,12 +8,11 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from audit.archive.models import Codebook, ImportBatch, Observation, Study, Tuple
+from audit.contract import codebook_from_dict
 
 
 def codebook_registry() -> dict[tuple[str, str], Any]:
     """Every stored codebook version, parsed for the checker, keyed by (name, version)."""
-    from audit.contract import codebook_from_dict
-
     return {
         (row.name, row.version): codebook_from_dict(row.definition)
         for row in Codebook.objects.all()

@@ -30,7 +30,7 @@ from audit.archive.models import (
     Unit,
 )
 from audit.archive.selectors import codebook_registry
-from audit.contract import codes
+from audit.contract import codebook_from_dict, codes, parse_observation_file
 from audit.contract.canonical import canonical_digest
 from audit.contract.digests import (
     answer_identity_text,
@@ -40,7 +40,6 @@ from audit.contract.digests import (
     unit_digest_from_parts,
 )
 from audit.contract.observations import gc_paused
-from audit.partitions.models import StudyFreeze
 
 #: How many line errors an import batch keeps for display; the count is always exact.
 STORED_ERRORS_LIMIT = 10_000
@@ -52,9 +51,7 @@ class CodebookConflict(Exception):
 
 def codebook_install(*, definition: dict[str, Any]) -> tuple[Codebook, bool]:
     """Store a codebook version; installing the same file twice changes nothing."""
-    from audit.contract import codebook_from_dict  # validates weights, keys, unit
-
-    parsed = codebook_from_dict(definition)
+    parsed = codebook_from_dict(definition)  # validates weights, keys, unit
     digest = canonical_digest(definition)
     existing = Codebook.objects.filter(name=parsed.name, version=parsed.version).first()
     if existing is not None:
@@ -106,7 +103,7 @@ def observations_import(
         file_bytes=len(data),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    if StudyFreeze.objects.filter(study=study).exists():
+    if Study.objects.filter(pk=study.pk, freeze__isnull=False).exists():  # partitions' freeze
         return _reject(
             batch,
             [
@@ -140,8 +137,6 @@ def observations_import(
 
 
 def _observations_import(study: Study, batch: ImportBatch, data: bytes) -> ImportBatch:
-    from audit.contract import parse_observation_file
-
     parsed = parse_observation_file(data, codebook_registry())
     problems = [LineProblem(e.line, e.reason, e.message) for e in parsed.errors]
     header = parsed.header

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotator.access import (
+    may_see_gate,
     roles_in_study,
     studies_visible_to,
     study_get_for_member,
@@ -18,7 +19,7 @@ from audit.archive.forms import ImportForm
 from audit.archive.selectors import studies_with_counts, study_import_batches
 from audit.archive.services import observations_import
 from audit.ledger.selectors import study_gate_panel
-from audit.ledger.views import may_see_gate
+from audit.ledger.services import gate_stored
 
 
 @login_required
@@ -41,7 +42,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
         context["form"] = ImportForm()
         context["batches"] = study_import_batches(study=study)
     if may_see_gate(user=request.user, roles=roles):
-        context["gate"] = study_gate_panel(study=study)
+        context["gate"] = study_gate_panel(gate=gate_stored(study=study))
     return render(request, "audit/study_detail.html", context)
 
 

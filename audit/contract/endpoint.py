@@ -16,6 +16,9 @@ CONTEXTUALIZE = "CONTEXTUALIZE"
 REVIEW = "REVIEW"
 ABSTAIN = "ABSTAIN"
 ABSTAIN_WHEN_UNRESOLVED = "abstain_when_unresolved"
+#: The answer-level verdicts of codebook ``answer-claims``, in the order records, tables and
+#: releases list them (DESIGN.md, "Claims and answer-level verdicts").
+VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 
 
 def resolve_complete_case(i: Value, a: Value, m: Value, d: Value) -> Value:

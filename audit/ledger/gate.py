@@ -18,6 +18,15 @@ STAGES = (
     "adjudicated",
     "frozen",
 )
+#: Each stage's name for people.
+STAGE_LABELS = {
+    "conformance": "Conformance",
+    "structural": "Structural",
+    "independent_labels": "Independent labels",
+    "reliability_reported": "Reliability reported",
+    "adjudicated": "Adjudicated",
+    "frozen": "Frozen",
+}
 
 
 @dataclass(frozen=True)

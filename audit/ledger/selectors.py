@@ -22,20 +22,20 @@ from typing import Any
 from django.db.models.fields.json import KeyTransform
 
 from annotator.labelling.models import Label, LabelKind
-from audit.archive.models import CodebookUnit, Partition, Study, Unit, UnitState
-from audit.contract import policy_action
-from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW
-from audit.ledger.gate import STAGES, claim_boundary
+from annotator.labelling.selectors import label_record
+from audit.archive.models import CodebookUnit, Study, Unit, UnitState
+from audit.archive.selectors import codebook_registry
+from audit.contract import check_record, policy_action
+from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW, VERDICTS
+from audit.ledger.gate import STAGE_LABELS, STAGES, claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
+from audit.partitions.selectors import (
+    PARTITION_KEYS,
+    PARTITION_LABELS,
+    UNASSIGNED,
+    partition_sealed,
+)
 
-UNASSIGNED = "unassigned"
-#: Partition keys in the order pages show them; units without a partition are "unassigned".
-PARTITIONS = (Partition.CALIBRATION.value, Partition.TEST.value, UNASSIGNED)
-PARTITION_LABELS = {
-    Partition.CALIBRATION.value: "Calibration",
-    Partition.TEST.value: "Test (held out)",
-    UNASSIGNED: "Unassigned",
-}
 POLICIES = ("complete_case", "short_circuit")
 POLICY_LABELS = {
     "complete_case": "Complete-case R_O (primary)",
@@ -43,23 +43,8 @@ POLICY_LABELS = {
 }
 ACTIONS = (PASS, CONTEXTUALIZE, REVIEW, ABSTAIN)
 REVIEW_ACTIONS = (CONTEXTUALIZE, REVIEW)
-VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 NO_ROLE = ""
 SEALED_NOTE = "sealed until the study is frozen"
-
-
-def partition_sealed(study: Study, partition: str) -> bool:
-    """Whether a partition's outcome numbers stay hidden from every page and download:
-    the held-out test partition, until the study is frozen (``StudyFreeze``).
-
-    A freeze is irreversible, so the answer is read once per Study instance (Django
-    caches the reverse one-to-one, a missing freeze included, and ``study_freeze`` sets
-    it): a list page asks per row without a query per row, and a stale instance can only
-    err on the sealed side.
-    """
-    if partition != Partition.TEST:
-        return False
-    return not hasattr(study, "freeze")
 
 
 # --- fetched values ----------------------------------------------------------------------
@@ -69,7 +54,7 @@ def partition_sealed(study: Study, partition: str) -> bool:
 class UnitRow:
     id: int
     digest: str
-    partition: str  # a key of PARTITIONS
+    partition: str  # a key of PARTITION_KEYS
     priority: float | None
     state: str
 
@@ -338,13 +323,13 @@ def outcome_tables(
     or by verdict (answer-claims). A sealed partition gets no numbers at all."""
     partition_of = {unit.id: unit.partition for unit in data.units}
     units_in: Counter[str] = Counter(partition_of.values())
-    by_partition: dict[str, list[RecordRow]] = {key: [] for key in PARTITIONS}
+    by_partition: dict[str, list[RecordRow]] = {key: [] for key in PARTITION_KEYS}
     with_record: set[int] = set()
     for record in records:
         by_partition[partition_of[record.unit_id]].append(record)
         with_record.add(record.unit_id)
     tables = []
-    for key in PARTITIONS:
+    for key in PARTITION_KEYS:
         if not units_in[key]:
             continue
         if sealed(key):
@@ -464,20 +449,11 @@ def study_outcomes(*, study: Study) -> StudyOutcomes:
         final=outcome_tables(data, finals.values(), sealed=sealed, finals=True),
         independent=outcome_tables(data, independent_heads(data), sealed=sealed, finals=False),
         review=review_rows(data, finals, sealed=sealed),
-        sealed_partitions=[key for key in PARTITIONS if key in present and sealed(key)],
+        sealed_partitions=[key for key in PARTITION_KEYS if key in present and sealed(key)],
     )
 
 
 # --- CSV ---------------------------------------------------------------------------------
-
-#: A spreadsheet runs a cell that starts with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value: Any) -> str:
-    """A cell as text, with a leading apostrophe where a spreadsheet would see a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def _u(value: int | None) -> str:
@@ -578,16 +554,6 @@ def review_csv_rows(rows: Sequence[ReviewRow]) -> list[list[Any]]:
 # --- the validation gate on the study page -----------------------------------------------
 
 
-STAGE_LABELS = {
-    "conformance": "Conformance",
-    "structural": "Structural",
-    "independent_labels": "Independent labels",
-    "reliability_reported": "Reliability reported",
-    "adjudicated": "Adjudicated",
-    "frozen": "Frozen",
-}
-
-
 @dataclass(frozen=True)
 class GatePanel:
     reached: str | None
@@ -598,14 +564,8 @@ class GatePanel:
     computed_at: Any
 
 
-def study_gate_panel(*, study: Study) -> GatePanel:
-    """The stored gate report (one query); computed and stored now if there is none."""
-    gate = StudyGate.objects.filter(study=study).first()
-    if gate is None:
-        from audit.ledger.services import gate_recompute
-
-        gate_recompute(study=study)
-        gate = StudyGate.objects.get(study=study)
+def study_gate_panel(*, gate: StudyGate) -> GatePanel:
+    """The study page's panel of a stored gate report (``gate_stored`` gives it)."""
     report = gate.report or {}
     reached = report.get("reached", gate.reached)
     stages = [
@@ -649,10 +609,6 @@ class RecordDetail:
 def record_detail(*, study: Study, digest: str) -> RecordDetail | None:
     """The stored record with this digest in ``study``, rebuilt as the checker sees it,
     with the checker's result now and what the ledger recorded (about eight queries)."""
-    from annotator.adjudication.services import label_record
-    from audit.archive.selectors import codebook_registry
-    from audit.contract import check_record
-
     label = Label.objects.select_related("unit").filter(study=study, record_digest=digest).first()
     if label is None:
         return None

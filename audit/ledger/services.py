@@ -12,12 +12,14 @@ from django.utils import timezone
 
 from audit.archive.mapping import format_instant
 from audit.archive.models import Study, Unit, UnitState
+from audit.conformance import SUITE_VERSION, run_suite
 from audit.contract import CHECKER_VERSION, CheckResult
 from audit.contract.canonical import canonical_digest
 from audit.contract.ledger import ENTRY_FIELDS, GENESIS, ChainProblem, entry_hash, verify_chain
 from audit.ledger.gate import GateInputs, GateReport, evaluate_gate
 from audit.ledger.models import ConformanceRun, LedgerEntry, LedgerHead, StudyGate
 from audit.partitions.models import StudyFreeze
+from metrics.selectors import report_is_current
 
 
 def ledger_append(
@@ -107,8 +109,6 @@ def conformance_record(*, force: bool = False) -> ConformanceOutcome:
         run = ConformanceRun.objects.filter(checker_version=CHECKER_VERSION).first()
         if run is not None:
             return ConformanceOutcome(run, False)
-    from audit.conformance import SUITE_VERSION, run_suite
-
     result = run_suite()
     run = ConformanceRun.objects.create(
         checker_version=CHECKER_VERSION,
@@ -123,8 +123,6 @@ def conformance_record(*, force: bool = False) -> ConformanceOutcome:
 
 def gate_inputs(*, study: Study) -> GateInputs:
     """Everything the gate needs, in four queries."""
-    from metrics.selectors import report_is_current
-
     run = ConformanceRun.objects.filter(checker_version=CHECKER_VERSION).first()
     records = LedgerEntry.objects.filter(study=study).aggregate(
         total=Count("id"), refused=Count("id", filter=Q(ok=False))
@@ -149,6 +147,15 @@ def gate_inputs(*, study: Study) -> GateInputs:
         # Partitions cannot change once frozen (trigger), and freezing refuses leakage.
         frozen=StudyFreeze.objects.filter(study=study).exists(),
     )
+
+
+def gate_stored(*, study: Study) -> StudyGate:
+    """The study's stored gate (one query); computed and stored now if there is none."""
+    gate = StudyGate.objects.filter(study=study).first()
+    if gate is None:
+        gate_recompute(study=study)
+        gate = StudyGate.objects.get(study=study)
+    return gate
 
 
 def gate_recompute(*, study: Study) -> GateReport:

@@ -4,28 +4,24 @@ the recomputation is a job queued by name (audit.queueing)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import study_get_for_researcher
-from annotator.memberships.models import Role
+from audit.ledger.downloads import csv_response
 from audit.ledger.selectors import (
     ACTIONS,
     POLICY_LABELS,
     SEALED_NOTE,
     PartitionTable,
-    csv_cell,
     outcome_csv_rows,
     record_detail,
     review_csv_rows,
@@ -36,19 +32,6 @@ from audit.queueing import STUDY_GATE_REFRESH, queue_job
 #: How many CONTEXTUALIZE/REVIEW units the page lists; the CSV download has them all.
 REVIEW_LIST_LIMIT = 200
 CSV_TABLES = ("final", "independent", "review")
-
-
-def may_see_gate(*, user: AbstractBaseUser | AnonymousUser, roles: set[str]) -> bool:
-    """Researchers and adjudicators see the validation gate on the study page. Annotators
-    never do: its counts are other people's progress. Someone who annotates in the study
-    does not see it through an adjudicator role either."""
-    if user.is_superuser:
-        return True
-    if Role.RESEARCHER in roles:
-        return True
-    if Role.ANNOTATOR in roles:
-        return False
-    return Role.ADJUDICATOR in roles
 
 
 # --- the stacked-bar plot, drawn on the server as SVG ------------------------------------
@@ -258,16 +241,6 @@ def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "audit/outcomes.html", context)
 
 
-def _csv_response(rows: list[list[object]], file_name: str) -> HttpResponse:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    for row in rows:
-        writer.writerow([csv_cell(value) for value in row])
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{file_name}"'
-    return response
-
-
 @login_required
 @require_GET
 def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
@@ -281,7 +254,7 @@ def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         tables = outcomes.final if table == "final" else outcomes.independent
         rows = outcome_csv_rows(tables, is_tuple=outcomes.is_tuple)
-    return _csv_response(rows, f"{study.slug}-outcomes-{table}.csv")
+    return csv_response(rows, f"{study.slug}-outcomes-{table}.csv")
 
 
 @login_required

@@ -27,15 +27,13 @@ from audit.partitions.forms import (
     ThresholdsForm,
 )
 from audit.partitions.rules import (
-    CALIBRATION,
     FIELD_LABELS,
     FIELD_PLURALS,
     GROUP_FIELDS,
-    TEST,
-    UNASSIGNED,
     Leak,
     leakage_summary,
 )
+from audit.partitions.selectors import PARTITION_LABELS
 from audit.partitions.services import (
     STUDY_FROZEN,
     FileOutcome,
@@ -55,11 +53,6 @@ from audit.partitions.services import (
 LEAKS_SHOWN = 100
 UNITS_SHOWN = 12
 STEP_PREVIEW = "preview"
-PARTITION_ROWS = (
-    (CALIBRATION, "Calibration"),
-    (TEST, "Test (held out)"),
-    (UNASSIGNED, "Unassigned"),
-)
 STEP_APPLY = "apply"
 
 
@@ -118,7 +111,7 @@ def _page(
                 overview.counts[key],
                 [overview.groups[key][name] for name in GROUP_FIELDS],
             )
-            for key, label in PARTITION_ROWS
+            for key, label in PARTITION_LABELS.items()
         ],
         "group_fields": [FIELD_PLURALS[name].capitalize() for name in GROUP_FIELDS],
         "leak_rows": leak_rows(study, overview.leaks),

@@ -15,9 +15,9 @@ from rest_framework.views import APIView
 
 from annotator.access import study_get_for_researcher
 from annotator.filters import StrictQueryParams
+from audit.releases import formats as rf
 from audit.releases.models import Release
 from audit.releases.services import ReleaseRefused, release_file_path, release_request
-from audit.releases.views import CONTENT_TYPES
 
 
 class ReleaseFileOutput(serializers.Serializer):
@@ -140,5 +140,5 @@ class ReleaseFileApi(StrictQueryParams, APIView):
             path.open("rb"),
             as_attachment=True,
             filename=f"{release.study.slug}-{release.name}-{name}",
-            content_type=CONTENT_TYPES.get(path.suffix, "text/plain; charset=utf-8"),
+            content_type=rf.CONTENT_TYPES.get(path.suffix, "text/plain; charset=utf-8"),
         )

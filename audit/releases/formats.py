@@ -35,7 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from audit.contract import check_record, codebook_from_dict
 from audit.contract.canonical import canonical_json, canonical_text_unchecked, encode_string
+from audit.contract.endpoint import VERDICTS
+from audit.contract.errors import ContractError
 
 FORMAT_VERSION = 1
 MANIFEST = "SHA256SUMS"
@@ -57,6 +60,14 @@ BUNDLE_FILES = (
     MANIFEST,
 )
 _BUNDLE_FILE_SET = frozenset(BUNDLE_FILES)
+#: The media type a bundle file is served with, by suffix.
+CONTENT_TYPES = {
+    ".jsonl": "application/x-ndjson",
+    ".csv": "text/csv; charset=utf-8",
+    ".parquet": "application/vnd.apache.parquet",
+    ".md": "text/markdown; charset=utf-8",
+    ".json": "application/json",
+}
 
 PARQUET_ROW_GROUP = 10_000
 PARQUET_OPTIONS: dict[str, Any] = {
@@ -157,7 +168,6 @@ _SOURCE_RISK = (
     ("evidence", "json"),
     ("rationale", "string"),
 )
-VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 _ANSWER_CLAIMS = (
     *((key, "bool") for key in VERDICTS),
     ("claim_count", "int"),
@@ -574,9 +584,6 @@ def verify_bundle(directory: Path, *, check_records: bool = True) -> Verificatio
 
 
 def _verify_records(directory: Path, result: Verification) -> None:
-    from audit.contract import check_record, codebook_from_dict
-    from audit.contract.errors import ContractError
-
     try:
         definition = json.loads((directory / CODEBOOK).read_text(encoding="utf-8"))
         codebook = codebook_from_dict(definition)

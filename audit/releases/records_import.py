@@ -33,13 +33,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotator.adjudication.services import judgments_of
+from annotator.labelling.models import Label, LabelKind
 from audit.archive import bulk
 from audit.archive import mapping as archive
 from audit.archive.models import CodebookUnit, ImportBatch, ImportStatus, Study, Unit, UnitState
 from audit.archive.selectors import codebook_registry
 from audit.archive.services import LineProblem, _reject, _store, _Unit
 from audit.contract import check_record, codes
-from audit.contract.digests import unit_digest
+from audit.contract.digests import tuple_digest, unit_digest
+from audit.ledger.services import ledger_append
 from audit.queueing import STUDY_GATE_REFRESH, queue_job
 
 RECORD_EXISTS = "record_exists"
@@ -128,8 +131,6 @@ def records_import(*, study: Study, data: bytes, file_name: str, user: Any = Non
         problems.append(LineProblem(1, codes.EMPTY_FILE, "the file holds no record"))
     existing: dict[str, int] = {}
     if not problems:
-        from annotator.labelling.models import Label
-
         digests = [record["record_digest"] for _, record, _ in records]
         found = bulk.ids_by(Label, "record_digest", digests)
         in_study = bulk.ids_by(Label, "record_digest", list(found), study_id=study.pk)
@@ -173,8 +174,6 @@ def _source_of(record: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]
 
 
 def _tuple_digest(record: dict[str, Any], source: dict[str, Any]) -> str:
-    from audit.contract.digests import tuple_digest
-
     return tuple_digest(
         query=record["query"],
         source_digest=source["digest"],
@@ -241,10 +240,6 @@ def _plan(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> list[
 
 def _labels_store(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> int:
     """Labels of the records, their units' counts and states, and their ledger outcomes."""
-    from annotator.adjudication.services import judgments_of
-    from annotator.labelling.models import Label, LabelKind
-    from audit.ledger.services import ledger_append
-
     if not records:
         return 0
     tuple_unit = study.codebook.unit == CodebookUnit.TUPLE

@@ -15,6 +15,7 @@ saw when it started), so a release is one consistent state.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -45,11 +46,12 @@ from audit.contract.canonical import (
 )
 from audit.ledger.gate import claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
-from audit.ledger.selectors import partition_sealed
 from audit.partitions.models import StudyFreeze
+from audit.partitions.selectors import partition_sealed
 from audit.queueing import RELEASE_BUILD, queue_job
 from audit.releases import formats as rf
 from audit.releases.models import Release, ReleaseStatus
+from metrics.selectors import latest_report
 
 logger = logging.getLogger("claimgate.releases")
 
@@ -675,19 +677,10 @@ def _record_line(
 
 
 def _reliability(study: Study, directory: Path) -> str:
-    """Bundle the study's latest reliability report when the metrics app provides one."""
-    try:
-        from metrics.selectors import latest_report
-    except ImportError:
-        return (
-            "No reliability report: this version of Claimgate does not compute one yet "
-            "(metrics.selectors.latest_report is missing)."
-        )
+    """Bundle the study's latest reliability report, if one was computed."""
     report = latest_report(study)
     if report is None:
         return "No reliability report has been computed for this study yet."
-    import json
-
     plain = json.loads(json.dumps(report, default=str))
     rf.write_json(rf.bundle_file(directory, rf.RELIABILITY), plain)
     return (

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotator.access import study_get_for_researcher
 from audit.archive.models import Study
 from audit.ledger.models import StudyGate
-from audit.ledger.selectors import partition_sealed
+from audit.partitions.selectors import partition_sealed
 from audit.releases import formats as rf
 from audit.releases.models import Release
 from audit.releases.services import (
@@ -25,14 +25,6 @@ from audit.releases.services import (
     release_withheld_units,
     release_zip_path,
 )
-
-CONTENT_TYPES = {
-    ".jsonl": "application/x-ndjson",
-    ".csv": "text/csv; charset=utf-8",
-    ".parquet": "application/vnd.apache.parquet",
-    ".md": "text/markdown; charset=utf-8",
-    ".json": "application/json",
-}
 
 
 class ReleaseForm(forms.Form):
@@ -121,7 +113,7 @@ def release_file(request: HttpRequest, study_slug: str, slug: str) -> FileRespon
         path.open("rb"),
         as_attachment=True,
         filename=f"{release.study.slug}-{release.name}-{name}",
-        content_type=CONTENT_TYPES.get(suffix, "text/plain; charset=utf-8"),
+        content_type=rf.CONTENT_TYPES.get(suffix, "text/plain; charset=utf-8"),
     )
     return response
 

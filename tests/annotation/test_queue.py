@@ -9,7 +9,8 @@ from django.db import connection
 
 from annotator.labelling.models import Assignment
 from annotator.labelling.selectors import annotator_progress, unit_content
-from annotator.labelling.services import assignment_next, label_submit, study_overlap_set
+from annotator.labelling.services import assignment_next, label_submit
+from annotator.memberships.services import study_overlap_set
 from audit.archive.models import Unit
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study

@@ -22,6 +22,7 @@ from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Unit, UnitState
+from audit.ledger.downloads import csv_cell
 from audit.ledger.jobs import study_gate_refresh
 from audit.ledger.models import LedgerEntry, StudyGate
 from audit.ledger.selectors import (
@@ -29,12 +30,11 @@ from audit.ledger.selectors import (
     OutcomeData,
     RecordRow,
     UnitRow,
-    csv_cell,
     outcome_csv_rows,
     outcome_tables,
-    partition_sealed,
 )
 from audit.ledger.services import gate_recompute
+from audit.partitions.selectors import partition_sealed
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, make_study
 

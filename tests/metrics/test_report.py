@@ -17,7 +17,8 @@ from annotator.adjudication.jobs import label_submitted
 from annotator.adjudication.services import adjudication_submit
 from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import unit_content
-from annotator.labelling.services import assignment_next, label_submit, pseudonym_of
+from annotator.labelling.services import assignment_next, label_submit
+from annotator.memberships.services import pseudonym_of
 from audit.archive.models import Partition, Unit
 from audit.ledger.services import gate_recompute
 from metrics.jobs import study_report_refresh

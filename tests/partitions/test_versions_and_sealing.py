@@ -25,9 +25,10 @@ from audit.archive.models import (
     Tuple,
     Unit,
 )
-from audit.ledger.selectors import partition_sealed, study_outcomes
+from audit.ledger.selectors import study_outcomes
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import ValuesRule
+from audit.partitions.selectors import partition_sealed
 from audit.partitions.services import (
     INVALID_VERSION,
     SLUG_TAKEN,

@@ -236,7 +236,7 @@ def test_round_trip_records_reimport_into_a_fresh_study(db, releases_root, tmp_p
     assert {lb.record_digest for lb in labels} == {r["record_digest"] for r in records}
     assert all(lb.annotator_id is None for lb in labels)
     assert {lb.kind for lb in labels} == {"independent", "consensus", "adjudicated"}
-    from annotator.adjudication.services import label_record
+    from annotator.labelling.selectors import label_record
 
     registry = codebook_registry()
     for label in labels:
@@ -284,8 +284,7 @@ def test_a_bad_record_rejects_the_whole_file(labelled, releases_root):
 
 
 def test_the_release_record_body_is_record_build_without_the_seal(labelled, claims_labelled):
-    from annotator.adjudication.services import label_record
-    from annotator.labelling.selectors import unit_content
+    from annotator.labelling.selectors import label_record, unit_content
     from audit.archive.records import record_body
 
     for label in Label.objects.filter(study__in=[labelled.study, claims_labelled]):

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.archive.models import ImportBatch, ImportStatus, Study
 from audit.archive.services import observations_import
+from audit.releases.records_import import records_import
 
 
 class Command(BaseCommand):
@@ -39,8 +40,6 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
         if _header_kind(data) == "records":
-            from audit.releases.records_import import records_import
-
             result = records_import(study=study, data=data, file_name=path.name)
             batch = result.batch
             self._report_rejected(batch, path)

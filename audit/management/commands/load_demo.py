@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from annotator.memberships.models import Membership, Role
-from audit.archive.models import ImportStatus, Study
+from audit.archive.models import Codebook, ImportStatus, Study
 from audit.archive.services import codebook_install_file, observations_import
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
@@ -103,8 +103,6 @@ class Command(BaseCommand):
         return users
 
     def _study(self, slug: str, title: str, name: str, version: str, owner: object) -> Study:
-        from audit.archive.models import Codebook
-
         codebook = Codebook.objects.get(name=name, version=version)
         study, created = Study.objects.get_or_create(
             slug=slug, defaults={"title": title, "codebook": codebook, "created_by": owner}
