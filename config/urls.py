@@ -1,13 +1,32 @@
+"""The site's routes: a few of its own, then every capability's. Each capability's
+``urls`` module holds ``urlpatterns`` (pages, mounted at the site root) and
+``api_urlpatterns`` (mounted under /api/); adding a capability adds one line below."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from audit.archive.urls import api_urlpatterns
-from audit.partitions import urls as partition_urls
-from audit.releases import urls as release_urls
+from annotator.adjudication import urls as adjudication
+from annotator.labelling import urls as labelling
+from annotator.memberships import urls as memberships
+from audit.archive import urls as archive
+from audit.ledger import urls as ledger
+from audit.partitions import urls as partitions
+from audit.releases import urls as releases
 from config.health import healthz
-from metrics import urls as metrics_urls
+from metrics import urls as metrics
+
+CAPABILITIES = (
+    archive,
+    labelling,
+    adjudication,
+    memberships,
+    ledger,
+    partitions,
+    releases,
+    metrics,
+)
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -23,15 +42,6 @@ urlpatterns = [
         ),
         name="api-docs",
     ),
-    path("api/", include(api_urlpatterns)),
-    path("api/", include("annotator.labelling.api_urls")),
-    path("", include("annotator.labelling.urls")),
-    path("", include("annotator.adjudication.urls")),
-    path("", include(partition_urls.urlpatterns)),
-    path("", include(release_urls.urlpatterns)),
-    path("", include(metrics_urls.urlpatterns)),
-    path("api/", include(partition_urls.api_urlpatterns)),
-    path("api/", include(release_urls.api_urlpatterns)),
-    path("api/", include(metrics_urls.api_urlpatterns)),
-    path("", include("audit.archive.urls")),
+    *(path("api/", include(routes.api_urlpatterns)) for routes in CAPABILITIES),
+    *(path("", include(routes.urlpatterns)) for routes in CAPABILITIES),
 ]

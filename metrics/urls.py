@@ -1,4 +1,4 @@
-"""Pages (mounted at the site root)."""
+"""The reliability report pages (mounted by config.urls)."""
 
 from django.urls import path
 

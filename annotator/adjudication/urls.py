@@ -1,4 +1,4 @@
-"""Pages for adjudicators (mounted at the site root)."""
+"""Pages for adjudicators (mounted by config.urls)."""
 
 from django.urls import path
 
@@ -8,3 +8,5 @@ urlpatterns = [
     path("studies/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication-queue"),
     path("adjudicate/<int:unit_id>/", views.adjudication_unit, name="adjudication-unit"),
 ]
+
+api_urlpatterns: list = []
