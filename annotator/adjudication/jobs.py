@@ -16,9 +16,7 @@ from django.conf import settings
 
 from annotator.adjudication.services import label_outcome, unit_state_recompute
 from annotator.labelling.models import Label
-from audit.archive.models import Study
 from audit.ledger.models import LedgerEntry
-from audit.ledger.services import gate_recompute
 from audit.queueing import (
     LABEL_ADJUDICATED,
     LABEL_SUBMITTED,
@@ -67,6 +65,6 @@ def outcomes_sweep(limit: int = 1000) -> int:
         else:
             label_outcome(label=label)
         studies.add(label.study_id)
-    for study in Study.objects.select_related("codebook").filter(pk__in=studies):
-        gate_recompute(study=study)
+    for study_id in sorted(studies):
+        queue_job(STUDY_GATE_REFRESH, study_id)
     return len(missing)

@@ -23,8 +23,8 @@ from audit.archive.records import record_build, unit_content
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
 from audit.contract.endpoint import VERDICTS
+from audit.ledger.chain import ledger_append
 from audit.ledger.models import LedgerEntry
-from audit.ledger.services import ledger_append
 from audit.queueing import LABEL_ADJUDICATED, queue_job
 
 #: The fields whose equality makes independent labels agree, per codebook unit. Spans,

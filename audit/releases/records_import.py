@@ -42,7 +42,7 @@ from audit.archive.selectors import codebook_registry
 from audit.archive.services import LineProblem, _reject, _store, _Unit
 from audit.contract import check_record, codes
 from audit.contract.digests import tuple_digest, unit_digest
-from audit.ledger.services import ledger_append
+from audit.ledger.chain import ledger_append
 from audit.queueing import STUDY_GATE_REFRESH, queue_job
 
 RECORD_EXISTS = "record_exists"

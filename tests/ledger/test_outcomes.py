@@ -15,8 +15,9 @@ from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
 from audit.archive.models import Unit, UnitState
+from audit.ledger.chain import ledger_verify
 from audit.ledger.models import LedgerEntry
-from audit.ledger.services import gate_recompute, ledger_verify
+from audit.ledger.services import gate_recompute
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 

@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from audit.ledger.services import ledger_verify
+from audit.ledger.chain import ledger_verify
 
 
 class Command(BaseCommand):
