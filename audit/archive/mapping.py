@@ -363,3 +363,14 @@ def source_row(normal: dict[str, Any]) -> tuple[Any, ...]:
         normal["collected_at"],
         normal["text"],
     )
+
+
+# --- fields for reads ------------------------------------------------------------------
+# What ``*_as_dict`` reads from a row: the kind's columns but its archive key. A reader
+# that fetches plain values instead of model instances (a release at 10^6 rows) asks for
+# exactly these, so that it and the mapping never drift apart (tested).
+
+QUERY_FIELDS = tuple(name for name in QUERY_COLUMNS if name != "key")
+PIPELINE_FIELDS = tuple(name for name in PIPELINE_COLUMNS if name != "key")
+ANSWER_FIELDS = tuple(name for name in ANSWER_COLUMNS if name != "key")
+SOURCE_FIELDS = tuple(name for name in SOURCE_COLUMNS if name != "key")

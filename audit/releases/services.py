@@ -217,37 +217,6 @@ def _sampling(stratum: str | None, probability: float | None) -> dict[str, Any] 
     return {"stratum": stratum, "inclusion_probability": probability}
 
 
-_QUERY = (
-    "query_id",
-    "text",
-    "question_type",
-    "question_version",
-    "reference_time",
-    "target_name",
-    "target_family",
-    "template_id",
-    "domain",
-    "locale",
-)
-_PIPELINE = ("name", "version", "config")
-_ANSWER = (
-    "service",
-    "mode",
-    "model",
-    "web_search",
-    "region",
-    "language",
-    "login",
-    "personalization",
-    "collected_at",
-    "status",
-    "failure",
-    "text",
-    "citations",
-    "raw_path",
-    "digest",
-)
-_SOURCE = ("original_url", "canonical_url", "rank", "collected_at", "text", "digest")
 #: A unit with its archive rows as plain values (no model instance per row: at a million
 #: rows the instances cost more than the query).
 UNIT_VALUES = (
@@ -259,10 +228,10 @@ UNIT_VALUES = (
     "tuple_id",
     "tuple__sampling_stratum",
     "tuple__inclusion_probability",
-    *(f"observation__query__{name}" for name in _QUERY),
-    *(f"observation__pipeline__{name}" for name in _PIPELINE),
-    *(f"observation__answer__{name}" for name in _ANSWER),
-    *(f"tuple__source__{name}" for name in _SOURCE),
+    *(f"observation__query__{name}" for name in archive.QUERY_FIELDS),
+    *(f"observation__pipeline__{name}" for name in archive.PIPELINE_FIELDS),
+    *(f"observation__answer__{name}" for name in archive.ANSWER_FIELDS),
+    *(f"tuple__source__{name}" for name in archive.SOURCE_FIELDS),
 )
 
 
@@ -286,16 +255,16 @@ def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitCo
         rows = (
             Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
             .order_by("observation_id", "position", "id")
-            .values("observation_id", *(f"source__{name}" for name in _SOURCE))
+            .values("observation_id", *(f"source__{name}" for name in archive.SOURCE_FIELDS))
         )
         for row in rows:
             by_observation.setdefault(row["observation_id"], []).append(
-                archive.source_as_dict(_row(row, "source__", _SOURCE))
+                archive.source_as_dict(_row(row, "source__", archive.SOURCE_FIELDS))
             )
     contents = {}
     for unit in units:
         if unit["tuple_id"] is not None:
-            sources = [archive.source_as_dict(_row(unit, "tuple__source__", _SOURCE))]
+            sources = [archive.source_as_dict(_row(unit, "tuple__source__", archive.SOURCE_FIELDS))]
             sampling = _sampling(
                 unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
             )
@@ -306,9 +275,13 @@ def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitCo
             unit_id=unit["id"],
             codebook_unit=study.codebook.unit,
             digest=unit["digest"],
-            query=archive.query_as_dict(_row(unit, "observation__query__", _QUERY)),
-            pipeline=archive.pipeline_as_dict(_row(unit, "observation__pipeline__", _PIPELINE)),
-            answer=archive.answer_as_dict(_row(unit, "observation__answer__", _ANSWER)),
+            query=archive.query_as_dict(_row(unit, "observation__query__", archive.QUERY_FIELDS)),
+            pipeline=archive.pipeline_as_dict(
+                _row(unit, "observation__pipeline__", archive.PIPELINE_FIELDS)
+            ),
+            answer=archive.answer_as_dict(
+                _row(unit, "observation__answer__", archive.ANSWER_FIELDS)
+            ),
             sources=sources,
             sampling=sampling,
         )

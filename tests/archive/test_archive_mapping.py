@@ -50,3 +50,50 @@ def test_the_key_ignores_nothing_but_the_text_its_digest_stands_for():
     moved = dict(source, rank=9)
     assert archive.archive_key(moved) != archive.archive_key(source)
     assert archive.archive_key(source) == archive.archive_key(dict(source, text="other"))
+
+
+class _Row:
+    """A row that has only the given fields and remembers which ones were read."""
+
+    def __init__(self, values: dict) -> None:
+        self._values = values
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str):
+        if name not in self._values:
+            raise AttributeError(name)
+        self.read.add(name)
+        return self._values[name]
+
+
+def test_each_as_dict_reads_exactly_its_fields():
+    """Readers that fetch plain values (a release) ask for *_FIELDS: nothing more is read,
+    nothing less is needed."""
+    data = observation(1)
+    cases = [
+        (archive.query_normal, archive.query_columns, archive.query_as_dict, data["query"]),
+        (
+            archive.pipeline_normal,
+            archive.pipeline_columns,
+            archive.pipeline_as_dict,
+            data["pipeline"],
+        ),
+        (archive.answer_normal, archive.answer_columns, archive.answer_as_dict, data["answer"]),
+        (
+            archive.source_normal,
+            archive.source_columns,
+            archive.source_as_dict,
+            data["sources"][0],
+        ),
+    ]
+    fields = [
+        archive.QUERY_FIELDS,
+        archive.PIPELINE_FIELDS,
+        archive.ANSWER_FIELDS,
+        archive.SOURCE_FIELDS,
+    ]
+    for (normal_of, columns_of, as_dict, value), names in zip(cases, fields, strict=True):
+        columns = columns_of(normal_of(value))
+        row = _Row({name: columns[name] for name in names})
+        assert as_dict(row) == normal_of(value)
+        assert row.read == set(names)
