@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from audit.archive import mapping as archive
+from audit.archive import mapping
 from audit.archive.models import CodebookUnit, Study, Tuple, Unit
 from audit.contract.digests import seal_record
 
@@ -57,10 +57,10 @@ def unit_content(*, unit: Unit) -> UnitContent:
         unit_id=unit.pk,
         codebook_unit=unit.study.codebook.unit,
         digest=unit.digest,
-        query=archive.query_as_dict(observation.query),
-        pipeline=archive.pipeline_as_dict(observation.pipeline),
-        answer=archive.answer_as_dict(observation.answer),
-        sources=[archive.source_as_dict(row.source) for row in tuples],
+        query=mapping.query_as_dict(observation.query),
+        pipeline=mapping.pipeline_as_dict(observation.pipeline),
+        answer=mapping.answer_as_dict(observation.answer),
+        sources=[mapping.source_as_dict(row.source) for row in tuples],
         sampling=_sampling(unit.tuple) if unit.tuple is not None else None,
     )
 

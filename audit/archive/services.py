@@ -12,8 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from audit.archive import bulk
-from audit.archive import mapping as archive
+from audit.archive import bulk, mapping
 from audit.archive.models import (
     AnswerSnapshot,
     AnswerStatus,
@@ -210,8 +209,8 @@ def _plan_units(
     units = []
     problems = []
     first_line: dict[str, int] = {}
-    answer_normal = archive.answer_normal
-    source_normal = archive.source_normal
+    answer_normal = mapping.answer_normal
+    source_normal = mapping.source_normal
     for position, observation in zip(lines, observations, strict=True):
         answer = answer_normal(observation["answer"])
         sources = [source_normal(s) for s in observation.get("sources", ())]
@@ -312,34 +311,34 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
     planned = []
     for unit in new_units:
         observation = unit.observation
-        query = archive.query_row(archive.query_normal(observation["query"]))
+        query = mapping.query_row(mapping.query_normal(observation["query"]))
         queries.setdefault(query[0], query)
-        pipeline_normal = archive.pipeline_normal(observation["pipeline"])
+        pipeline_normal = mapping.pipeline_normal(observation["pipeline"])
         if unit.pipeline_text:
             key = pipeline_keys.get(unit.pipeline_text)
             if key is None:
                 key = pipeline_keys[unit.pipeline_text] = text_digest(unit.pipeline_text)
-            pipeline = archive.pipeline_row(pipeline_normal, key=key)
+            pipeline = mapping.pipeline_row(pipeline_normal, key=key)
         else:
-            pipeline = archive.pipeline_row(pipeline_normal)
+            pipeline = mapping.pipeline_row(pipeline_normal)
         pipelines.setdefault(pipeline[0], pipeline)
-        answer = archive.answer_row(unit.answer, key=unit.answer_key or None)
+        answer = mapping.answer_row(unit.answer, key=unit.answer_key or None)
         answers.setdefault(answer[0], answer)
         source_keys = []
         for normal in unit.sources:
-            source = archive.source_row(normal)
+            source = mapping.source_row(normal)
             sources.setdefault(source[0], source)
             source_keys.append(source[0])
         planned.append((unit, query[0], pipeline[0], answer[0], source_keys))
-    query_ids = bulk.upsert_rows(Query, archive.QUERY_COLUMNS, list(queries.values()), key="key")
+    query_ids = bulk.upsert_rows(Query, mapping.QUERY_COLUMNS, list(queries.values()), key="key")
     pipeline_ids = bulk.upsert_rows(
-        Pipeline, archive.PIPELINE_COLUMNS, list(pipelines.values()), key="key"
+        Pipeline, mapping.PIPELINE_COLUMNS, list(pipelines.values()), key="key"
     )
     answer_ids = bulk.upsert_rows(
-        AnswerSnapshot, archive.ANSWER_COLUMNS, list(answers.values()), key="key"
+        AnswerSnapshot, mapping.ANSWER_COLUMNS, list(answers.values()), key="key"
     )
     source_ids = bulk.upsert_rows(
-        SourceSnapshot, archive.SOURCE_COLUMNS, list(sources.values()), key="key"
+        SourceSnapshot, mapping.SOURCE_COLUMNS, list(sources.values()), key="key"
     )
     del queries, pipelines, answers, sources
 

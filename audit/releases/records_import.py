@@ -35,8 +35,7 @@ from django.utils import timezone
 
 from annotator.adjudication.services import judgments_of
 from annotator.labelling.models import Label, LabelKind
-from audit.archive import bulk
-from audit.archive import mapping as archive
+from audit.archive import bulk, mapping
 from audit.archive.models import CodebookUnit, ImportBatch, ImportStatus, Study, Unit, UnitState
 from audit.archive.selectors import codebook_registry
 from audit.archive.services import LineProblem, _reject, _store, _Unit
@@ -187,13 +186,13 @@ def _plan(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> list[
     stores (audit.archive.services._store)."""
     groups: dict[str, dict[str, Any]] = {}
     for number, record, _ in records:
-        answer = archive.answer_normal(record["answer"])
+        answer = mapping.answer_normal(record["answer"])
         if study.codebook.unit == CodebookUnit.TUPLE:
             key = "\x00".join(
                 (
-                    archive.archive_key(archive.query_normal(record["query"])),
-                    archive.archive_key(archive.pipeline_normal(record["pipeline"])),
-                    archive.archive_key(answer),
+                    mapping.archive_key(mapping.query_normal(record["query"])),
+                    mapping.archive_key(mapping.pipeline_normal(record["pipeline"])),
+                    mapping.archive_key(answer),
                 )
             )
             source = {**record["source"], "sampling": record.get("sampling")}
@@ -232,7 +231,7 @@ def _plan(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> list[
                 digest,
                 observation,
                 group["answer"],
-                [archive.source_normal(s) for s in sources],
+                [mapping.source_normal(s) for s in sources],
             )
         )
     return units

@@ -35,7 +35,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotator.labelling.models import Label, LabelKind
-from audit.archive import mapping as archive
+from audit.archive import mapping
 from audit.archive.models import CodebookUnit, Partition, Study, Tuple, Unit, UnitState
 from audit.archive.records import UnitContent, record_body
 from audit.contract import CHECKER_VERSION
@@ -228,10 +228,10 @@ UNIT_VALUES = (
     "tuple_id",
     "tuple__sampling_stratum",
     "tuple__inclusion_probability",
-    *(f"observation__query__{name}" for name in archive.QUERY_FIELDS),
-    *(f"observation__pipeline__{name}" for name in archive.PIPELINE_FIELDS),
-    *(f"observation__answer__{name}" for name in archive.ANSWER_FIELDS),
-    *(f"tuple__source__{name}" for name in archive.SOURCE_FIELDS),
+    *(f"observation__query__{name}" for name in mapping.QUERY_FIELDS),
+    *(f"observation__pipeline__{name}" for name in mapping.PIPELINE_FIELDS),
+    *(f"observation__answer__{name}" for name in mapping.ANSWER_FIELDS),
+    *(f"tuple__source__{name}" for name in mapping.SOURCE_FIELDS),
 )
 
 
@@ -255,16 +255,16 @@ def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitCo
         rows = (
             Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
             .order_by("observation_id", "position", "id")
-            .values("observation_id", *(f"source__{name}" for name in archive.SOURCE_FIELDS))
+            .values("observation_id", *(f"source__{name}" for name in mapping.SOURCE_FIELDS))
         )
         for row in rows:
             by_observation.setdefault(row["observation_id"], []).append(
-                archive.source_as_dict(_row(row, "source__", archive.SOURCE_FIELDS))
+                mapping.source_as_dict(_row(row, "source__", mapping.SOURCE_FIELDS))
             )
     contents = {}
     for unit in units:
         if unit["tuple_id"] is not None:
-            sources = [archive.source_as_dict(_row(unit, "tuple__source__", archive.SOURCE_FIELDS))]
+            sources = [mapping.source_as_dict(_row(unit, "tuple__source__", mapping.SOURCE_FIELDS))]
             sampling = _sampling(
                 unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
             )
@@ -275,12 +275,12 @@ def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitCo
             unit_id=unit["id"],
             codebook_unit=study.codebook.unit,
             digest=unit["digest"],
-            query=archive.query_as_dict(_row(unit, "observation__query__", archive.QUERY_FIELDS)),
-            pipeline=archive.pipeline_as_dict(
-                _row(unit, "observation__pipeline__", archive.PIPELINE_FIELDS)
+            query=mapping.query_as_dict(_row(unit, "observation__query__", mapping.QUERY_FIELDS)),
+            pipeline=mapping.pipeline_as_dict(
+                _row(unit, "observation__pipeline__", mapping.PIPELINE_FIELDS)
             ),
-            answer=archive.answer_as_dict(
-                _row(unit, "observation__answer__", archive.ANSWER_FIELDS)
+            answer=mapping.answer_as_dict(
+                _row(unit, "observation__answer__", mapping.ANSWER_FIELDS)
             ),
             sources=sources,
             sampling=sampling,
@@ -358,7 +358,7 @@ def _label_row(
         "partition": unit["partition"],
         "annotator": annotation.get("annotator"),
         "assisted_model": _assisted_model(label),
-        "created_at": archive.format_instant(label["created_at"]),
+        "created_at": mapping.format_instant(label["created_at"]),
         "rationale": annotation.get("rationale"),
     }
     if kind == CodebookUnit.TUPLE:
@@ -476,7 +476,7 @@ def bundle_write(
         "freeze": None
         if freeze is None
         else {
-            "frozen_at": archive.format_instant(freeze.frozen_at),
+            "frozen_at": mapping.format_instant(freeze.frozen_at),
             "codebook_digest": freeze.codebook_digest,
             "pipelines_digest": freeze.pipelines_digest,
             "thresholds_digest": freeze.thresholds_digest,
@@ -529,7 +529,7 @@ def bundle_write(
         "study": study.slug,
         "title": study.title,
         "frozen": freeze is not None,
-        "frozen_at": archive.format_instant(freeze.frozen_at) if freeze else None,
+        "frozen_at": mapping.format_instant(freeze.frozen_at) if freeze else None,
         "withheld_units": withheld_units,
         "withheld_labels": withheld_labels,
         "stage": reached,
@@ -537,8 +537,8 @@ def bundle_write(
         "codebook_digest": codebook.digest,
         "checker_version": CHECKER_VERSION,
         "label_dates": (
-            archive.format_instant(tally.first),
-            archive.format_instant(tally.last),
+            mapping.format_instant(tally.first),
+            mapping.format_instant(tally.last),
         )
         if tally.first
         else None,
