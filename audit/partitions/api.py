@@ -14,8 +14,9 @@ from rest_framework.views import APIView
 
 from annotator.access import study_get_for_researcher
 from annotator.filters import StrictQueryParams
+from audit.partitions.leakage import Leak
 from audit.partitions.models import StudyFreeze
-from audit.partitions.rules import GROUP_FIELDS, Leak, ShareRule, ValuesRule
+from audit.partitions.rules import GROUP_FIELDS, ShareRule, ValuesRule
 from audit.partitions.services import (
     STUDY_FROZEN,
     PartitionError,

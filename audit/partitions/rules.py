@@ -1,4 +1,5 @@
-"""Calibration and held-out test partitions (seed 000, V-A): pure, no Django.
+"""Calibration and held-out test partitions (seed 000, V-A): the rules that split a
+study's units, and their counts. Pure, no Django.
 
 A study's units go to ``calibration`` or ``test`` by a rule over one grouping field of
 their query — target family, domain or query template — or by a file that names each
@@ -6,23 +7,21 @@ unit. The seed asks that target families, related domains and query templates do
 leak from calibration into the held-out partition, so the leakage check looks at all
 three fields whichever one the rule used: a split by domain can still share a template.
 
-Everything here works on plain values that ``audit.partitions.services`` fetched; digests
-go through ``audit.contract.canonical`` so that a freeze recomputes byte for byte.
+Everything here and in the other pure modules beside it (``leakage``, ``freeze``,
+``files``) works on plain values that ``audit.partitions.services`` fetched; digests go
+through ``audit.contract.canonical`` so that a freeze recomputes byte for byte.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import json
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from audit.contract.canonical import canonical_digest, canonical_json
+from audit.contract.canonical import canonical_json
 
 CALIBRATION = "calibration"
 TEST = "test"
@@ -189,65 +188,7 @@ def with_partitions(units: Sequence[UnitGroups], assignment: Mapping[str, str]) 
     ]
 
 
-# --- the leakage check -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Leak:
-    """One value of a grouping field found in both partitions, with the units on each
-    side (digests, sorted)."""
-
-    field: str
-    value: str
-    calibration: tuple[str, ...]
-    test: tuple[str, ...]
-
-    @property
-    def field_label(self) -> str:
-        return FIELD_LABELS[self.field]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "field": self.field,
-            "value": self.value,
-            "calibration": list(self.calibration),
-            "test": list(self.test),
-        }
-
-
-def leakage(units: Iterable[UnitGroups]) -> list[Leak]:
-    """Every target family, domain and query template that has units in calibration and
-    in test, in field order then by value. Unassigned units and a missing template
-    (no value) never leak."""
-    sides: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(
-        lambda: {CALIBRATION: [], TEST: []}
-    )
-    for unit in units:
-        if unit.partition not in PARTITIONS:
-            continue
-        for name in GROUP_FIELDS:
-            value = unit.value(name)
-            if value is not None:
-                sides[(name, value)][unit.partition].append(unit.digest)
-    leaks = [
-        Leak(name, value, tuple(sorted(both[CALIBRATION])), tuple(sorted(both[TEST])))
-        for (name, value), both in sides.items()
-        if both[CALIBRATION] and both[TEST]
-    ]
-    return sorted(leaks, key=lambda leak: (GROUP_FIELDS.index(leak.field), leak.value))
-
-
-def leakage_summary(leaks: Sequence[Leak]) -> str:
-    """The leaking groups counted by field: "2 domains, 1 query template"."""
-    counts = Counter(leak.field for leak in leaks)
-    return ", ".join(
-        f"{counts[name]} {FIELD_PLURALS[name] if counts[name] != 1 else FIELD_LABELS[name]}"
-        for name in GROUP_FIELDS
-        if counts[name]
-    )
-
-
-# --- counts and digests ------------------------------------------------------------------
+# --- counts ------------------------------------------------------------------------------
 
 
 def partition_counts(partitions: Iterable[str | None]) -> dict[str, int]:
@@ -279,242 +220,3 @@ def values_present(units: Iterable[UnitGroups]) -> dict[str, list[tuple[str, int
             if value is not None:
                 counts[name][value] += 1
     return {name: sorted(counter.items()) for name, counter in counts.items()}
-
-
-def partition_digest(pairs: Iterable[tuple[str, str]]) -> str:
-    """Canonical digest of the sorted ``[unit digest, partition]`` list."""
-    return canonical_digest(sorted([digest, partition] for digest, partition in pairs))
-
-
-def pipelines_normal(pipelines: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
-    """``[{name, version, key}]`` sorted, one entry per pipeline."""
-    rows = {
-        (p["name"], p["version"], p["key"]): {
-            "name": p["name"],
-            "version": p["version"],
-            "key": p["key"],
-        }
-        for p in pipelines
-    }
-    return [rows[key] for key in sorted(rows)]
-
-
-def thresholds_problems(value: Any) -> list[str]:
-    """Why ``value`` is not a set of operating thresholds: a JSON object of named, finite
-    numbers (booleans are not numbers here). Empty: it is one."""
-    if not isinstance(value, dict):
-        return ['thresholds are a JSON object of named numbers, e.g. {"priority_review": 0.6}']
-    problems = []
-    if len(value) > MAX_THRESHOLDS:
-        problems.append(f"at most {MAX_THRESHOLDS} thresholds")
-    for name, number in value.items():
-        if not isinstance(name, str) or not THRESHOLD_NAME.fullmatch(name):
-            problems.append(
-                f"{name!r} is not a threshold name: a letter, then letters, digits, _ . or -"
-                " (at most 100 characters)"
-            )
-            continue
-        if isinstance(number, bool) or not isinstance(number, int | float):
-            problems.append(f"{name}: {json.dumps(number)} is not a number")
-        elif not math.isfinite(number):
-            problems.append(f"{name}: the value must be finite")
-    return problems
-
-
-# --- what a freeze records ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FreezeContents:
-    """Everything a freeze records, with its digests, and what stands in its way."""
-
-    codebook_digest: str
-    pipelines: list[dict[str, str]]
-    pipelines_digest: str
-    thresholds: dict[str, Any]
-    thresholds_digest: str
-    partition_digest: str
-    partition_counts: dict[str, int]  # {calibration, test}
-    unassigned: int
-    leaks: list[Leak] = field(default_factory=list)
-
-    def problems(self) -> list[tuple[str, str]]:
-        """(reason code, sentence) for every reason the study cannot be frozen now."""
-        problems = []
-        total = sum(self.partition_counts.values()) + self.unassigned
-        if total == 0:
-            problems.append((NO_UNITS, "the study has no units to freeze"))
-        if self.unassigned:
-            problems.append(
-                (
-                    UNASSIGNED_UNITS,
-                    f"{self.unassigned} of {total} units have no partition: assign every "
-                    "unit to calibration or test first",
-                )
-            )
-        if self.leaks:
-            problems.append(
-                (
-                    LEAKAGE,
-                    f"{len(self.leaks)} groups appear in both partitions "
-                    f"({leakage_summary(self.leaks)}): move their units to one side first",
-                )
-            )
-        return problems
-
-
-def freeze_contents(
-    *,
-    codebook_digest: str,
-    pipelines: Iterable[Mapping[str, str]],
-    thresholds: Mapping[str, Any],
-    units: Sequence[UnitGroups],
-) -> FreezeContents:
-    pipelines = pipelines_normal(pipelines)
-    thresholds = dict(thresholds)
-    assigned = [(u.digest, u.partition) for u in units if u.partition in PARTITIONS]
-    counts = partition_counts(partition for _, partition in assigned)
-    return FreezeContents(
-        codebook_digest=codebook_digest,
-        pipelines=pipelines,
-        pipelines_digest=canonical_digest(pipelines),
-        thresholds=thresholds,
-        thresholds_digest=canonical_digest(thresholds),
-        partition_digest=partition_digest(assigned),
-        partition_counts={key: counts[key] for key in PARTITIONS},
-        unassigned=len(units) - len(assigned),
-        leaks=leakage(units),
-    )
-
-
-# --- partition files ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LineProblem:
-    line: int
-    reason: str
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "reason": self.reason, "message": self.message}
-
-
-@dataclass(frozen=True)
-class FileLine:
-    line: int
-    digest: str
-    partition: str
-
-
-def _is_jsonl(text: str, file_name: str) -> bool:
-    name = file_name.lower()
-    if name.endswith((".jsonl", ".ndjson", ".json")):
-        return True
-    if name.endswith((".csv", ".txt")):
-        return False
-    return text.lstrip().startswith("{")
-
-
-def _line_values(raw: str, number: int, jsonl: bool) -> tuple[str, str] | LineProblem:
-    if jsonl:
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            return LineProblem(number, MALFORMED_LINE, f"not a JSON value ({exc.msg})")
-        if not isinstance(value, dict):
-            return LineProblem(number, MALFORMED_LINE, "each line is a JSON object")
-        missing = [key for key in ("digest", "partition") if key not in value]
-        if missing:
-            return LineProblem(number, MALFORMED_LINE, f"the line has no {' or '.join(missing)}")
-        digest, partition = value["digest"], value["partition"]
-        if not isinstance(digest, str) or not isinstance(partition, str):
-            return LineProblem(number, MALFORMED_LINE, "digest and partition are strings")
-        return digest, partition
-    cells = next(csv.reader([raw]))
-    if len(cells) != 2:
-        return LineProblem(
-            number,
-            MALFORMED_LINE,
-            f"a line has two cells, digest and partition: found {len(cells)}",
-        )
-    return cells[0], cells[1]
-
-
-def parse_partition_file(
-    data: bytes, *, file_name: str = ""
-) -> tuple[list[FileLine], list[LineProblem]]:
-    """Read a partition file: CSV (``digest,partition``, header optional) or JSON Lines
-    (``{"digest": …, "partition": …}``). Blank lines are skipped; line numbers are the
-    file's. A digest is a unit digest or a tuple digest (64 lowercase hex)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return [], [LineProblem(0, INVALID_UTF8, f"the file is not UTF-8 (byte {exc.start})")]
-    jsonl = _is_jsonl(text, file_name)
-    lines: list[FileLine] = []
-    problems: list[LineProblem] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        values = _line_values(raw, number, jsonl)
-        if isinstance(values, LineProblem):
-            problems.append(values)
-            continue
-        digest, partition = (item.strip() for item in values)
-        if not jsonl and not lines and not problems and digest.lower() == "digest":
-            continue  # the CSV header
-        if not DIGEST.fullmatch(digest):
-            problems.append(
-                LineProblem(number, BAD_DIGEST, f"{digest[:80]!r} is not a 64-hex digest")
-            )
-            continue
-        if partition not in PARTITIONS:
-            problems.append(
-                LineProblem(
-                    number,
-                    BAD_PARTITION,
-                    f"{partition[:40]!r} is not a partition: write calibration or test",
-                )
-            )
-            continue
-        lines.append(FileLine(number, digest, partition))
-    if not lines and not problems:
-        problems.append(LineProblem(0, EMPTY_FILE, "the file names no unit"))
-    return lines, problems
-
-
-def file_assignment(
-    lines: Sequence[FileLine], unit_of: Mapping[str, str]
-) -> tuple[dict[str, str], list[LineProblem]]:
-    """``{unit digest: partition}`` from the parsed lines, given ``unit_of`` (every unit
-    and tuple digest the file names that the study knows → its unit's digest). Unknown
-    digests and lines that give one unit two partitions are problems; the caller applies
-    nothing unless there are none."""
-    assignment: dict[str, str] = {}
-    first_line: dict[str, int] = {}
-    problems = []
-    for line in lines:
-        unit = unit_of.get(line.digest)
-        if unit is None:
-            problems.append(
-                LineProblem(
-                    line.line,
-                    UNKNOWN_DIGEST,
-                    f"no unit or tuple of this study has the digest {line.digest}",
-                )
-            )
-            continue
-        if unit in assignment and assignment[unit] != line.partition:
-            problems.append(
-                LineProblem(
-                    line.line,
-                    CONFLICTING_LINE,
-                    f"line {first_line[unit]} put this unit in {assignment[unit]}, this line "
-                    f"in {line.partition}",
-                )
-            )
-            continue
-        assignment[unit] = line.partition
-        first_line.setdefault(unit, line.line)
-    return assignment, problems

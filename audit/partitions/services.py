@@ -25,24 +25,19 @@ from annotator.labelling.models import Label
 from annotator.memberships.models import Membership
 from audit.archive import bulk
 from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, Study, Tuple, Unit
+from audit.partitions.files import LineProblem, file_assignment, parse_partition_file
+from audit.partitions.freeze import FreezeContents, freeze_contents, thresholds_problems
+from audit.partitions.leakage import Leak, leakage
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import (
-    FreezeContents,
-    Leak,
-    LineProblem,
     Rule,
     RuleError,
     UnitGroups,
-    file_assignment,
-    freeze_contents,
     group_counts,
-    leakage,
-    parse_partition_file,
     partition_counts,
     rule_assign,
     rule_check,
     rule_test_values,
-    thresholds_problems,
     values_present,
     with_partitions,
 )

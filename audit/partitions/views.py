@@ -26,13 +26,8 @@ from audit.partitions.forms import (
     StudyVersionForm,
     ThresholdsForm,
 )
-from audit.partitions.rules import (
-    FIELD_LABELS,
-    FIELD_PLURALS,
-    GROUP_FIELDS,
-    Leak,
-    leakage_summary,
-)
+from audit.partitions.leakage import Leak, leakage_summary
+from audit.partitions.rules import FIELD_LABELS, FIELD_PLURALS, GROUP_FIELDS
 from audit.partitions.selectors import PARTITION_LABELS
 from audit.partitions.services import (
     STUDY_FROZEN,

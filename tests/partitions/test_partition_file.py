@@ -8,6 +8,7 @@ import json
 import pytest
 
 from audit.archive.models import Tuple, Unit
+from audit.partitions.files import FileLine, file_assignment, parse_partition_file
 from audit.partitions.rules import (
     BAD_DIGEST,
     BAD_PARTITION,
@@ -16,9 +17,6 @@ from audit.partitions.rules import (
     INVALID_UTF8,
     MALFORMED_LINE,
     UNKNOWN_DIGEST,
-    FileLine,
-    file_assignment,
-    parse_partition_file,
 )
 from audit.partitions.services import partition_file_apply
 from tests.annotation.conftest import make_study

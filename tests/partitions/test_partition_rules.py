@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit.contract.canonical import canonical_digest
+from audit.partitions.freeze import freeze_contents, partition_digest, thresholds_problems
+from audit.partitions.leakage import leakage, leakage_summary
 from audit.partitions.rules import (
     INVALID_RULE,
     LEAKAGE,
@@ -19,16 +21,11 @@ from audit.partitions.rules import (
     ShareRule,
     UnitGroups,
     ValuesRule,
-    freeze_contents,
     group_counts,
-    leakage,
-    leakage_summary,
     partition_counts,
-    partition_digest,
     rule_assign,
     rule_check,
     share_test_values,
-    thresholds_problems,
     with_partitions,
 )
 

@@ -1,0 +1,126 @@
+"""What a freeze records (codebook, pipelines, thresholds, partitions, each with its
+digest) and what stands in its way. Pure, no Django."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.contract.canonical import canonical_digest
+from audit.partitions.leakage import Leak, leakage, leakage_summary
+from audit.partitions.rules import (
+    LEAKAGE,
+    MAX_THRESHOLDS,
+    NO_UNITS,
+    PARTITIONS,
+    THRESHOLD_NAME,
+    UNASSIGNED_UNITS,
+    UnitGroups,
+    partition_counts,
+)
+
+
+def partition_digest(pairs: Iterable[tuple[str, str]]) -> str:
+    """Canonical digest of the sorted ``[unit digest, partition]`` list."""
+    return canonical_digest(sorted([digest, partition] for digest, partition in pairs))
+
+
+def pipelines_normal(pipelines: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
+    """``[{name, version, key}]`` sorted, one entry per pipeline."""
+    rows = {
+        (p["name"], p["version"], p["key"]): {
+            "name": p["name"],
+            "version": p["version"],
+            "key": p["key"],
+        }
+        for p in pipelines
+    }
+    return [rows[key] for key in sorted(rows)]
+
+
+def thresholds_problems(value: Any) -> list[str]:
+    """Why ``value`` is not a set of operating thresholds: a JSON object of named, finite
+    numbers (booleans are not numbers here). Empty: it is one."""
+    if not isinstance(value, dict):
+        return ['thresholds are a JSON object of named numbers, e.g. {"priority_review": 0.6}']
+    problems = []
+    if len(value) > MAX_THRESHOLDS:
+        problems.append(f"at most {MAX_THRESHOLDS} thresholds")
+    for name, number in value.items():
+        if not isinstance(name, str) or not THRESHOLD_NAME.fullmatch(name):
+            problems.append(
+                f"{name!r} is not a threshold name: a letter, then letters, digits, _ . or -"
+                " (at most 100 characters)"
+            )
+            continue
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            problems.append(f"{name}: {json.dumps(number)} is not a number")
+        elif not math.isfinite(number):
+            problems.append(f"{name}: the value must be finite")
+    return problems
+
+
+@dataclass(frozen=True)
+class FreezeContents:
+    """Everything a freeze records, with its digests, and what stands in its way."""
+
+    codebook_digest: str
+    pipelines: list[dict[str, str]]
+    pipelines_digest: str
+    thresholds: dict[str, Any]
+    thresholds_digest: str
+    partition_digest: str
+    partition_counts: dict[str, int]  # {calibration, test}
+    unassigned: int
+    leaks: list[Leak] = field(default_factory=list)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(reason code, sentence) for every reason the study cannot be frozen now."""
+        problems = []
+        total = sum(self.partition_counts.values()) + self.unassigned
+        if total == 0:
+            problems.append((NO_UNITS, "the study has no units to freeze"))
+        if self.unassigned:
+            problems.append(
+                (
+                    UNASSIGNED_UNITS,
+                    f"{self.unassigned} of {total} units have no partition: assign every "
+                    "unit to calibration or test first",
+                )
+            )
+        if self.leaks:
+            problems.append(
+                (
+                    LEAKAGE,
+                    f"{len(self.leaks)} groups appear in both partitions "
+                    f"({leakage_summary(self.leaks)}): move their units to one side first",
+                )
+            )
+        return problems
+
+
+def freeze_contents(
+    *,
+    codebook_digest: str,
+    pipelines: Iterable[Mapping[str, str]],
+    thresholds: Mapping[str, Any],
+    units: Sequence[UnitGroups],
+) -> FreezeContents:
+    pipelines = pipelines_normal(pipelines)
+    thresholds = dict(thresholds)
+    assigned = [(u.digest, u.partition) for u in units if u.partition in PARTITIONS]
+    counts = partition_counts(partition for _, partition in assigned)
+    return FreezeContents(
+        codebook_digest=codebook_digest,
+        pipelines=pipelines,
+        pipelines_digest=canonical_digest(pipelines),
+        thresholds=thresholds,
+        thresholds_digest=canonical_digest(thresholds),
+        partition_digest=partition_digest(assigned),
+        partition_counts={key: counts[key] for key in PARTITIONS},
+        unassigned=len(units) - len(assigned),
+        leaks=leakage(units),
+    )
