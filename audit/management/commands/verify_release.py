@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit.releases.formats import MANIFEST, RECORDS, verify_bundle
+from audit.releases.formats import MANIFEST, RECORDS
+from audit.releases.verify import verify_bundle
 
 
 class Command(BaseCommand):
