@@ -20,6 +20,7 @@ PACKAGES = ("audit", "annotator", "metrics", "config")
 
 ACYCLIC = "No module imports another that imports it back, through any number of modules"
 AUDIT_LAYERS = "audit: in every capability, interfaces -> services -> selectors -> models -> pure"
+CAPABILITIES = "Between capabilities, services and selectors import downwards only (README)"
 BELOW_INTERFACES = "Below the interfaces nothing imports an interface, a jobs module or config"
 REGISTRY = "Code imports models from their capability, never from an app's registry module"
 ARCHIVE_CORE = "The archive's core knows no person, label, ledger, partition, release or report"
@@ -70,6 +71,7 @@ def broken(output: str) -> set[str]:
     text = " ".join(summary.split())
     names = [
         ACYCLIC,
+        CAPABILITIES,
         AUDIT_LAYERS,
         BELOW_INTERFACES,
         REGISTRY,
@@ -102,6 +104,14 @@ def test_a_selector_importing_a_service_of_its_capability_breaks_the_layers(tree
     code, output = lint(tree)
     assert code != 0
     assert AUDIT_LAYERS in broken(output), output
+
+
+def test_a_lower_capability_reading_a_higher_one_breaks_the_capability_order(tree):
+    # No loop (reports read partitions' selectors, not their services), yet upwards.
+    append(tree, "audit.partitions.services", "from metrics import selectors as _reports  # noqa")
+    code, output = lint(tree)
+    assert code != 0
+    assert broken(output) == {CAPABILITIES}, output
 
 
 def test_a_service_importing_a_jobs_module_breaks_the_contracts(tree):
