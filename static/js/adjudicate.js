@@ -185,8 +185,6 @@
       }
     });
 
-    let submitting = false;
-    let forceSubmit = false;
     let state = { picks: {}, own: {}, ownReason: {}, removed: {}, added: {}, claims: [] };
 
     // --- the state, from the page's inputs and back -----------------------------------
@@ -548,10 +546,6 @@
     // Keys on a row's radio: 1–9 take that annotator's value, o goes to one's own.
     form.addEventListener("keydown", function (event) {
       const target = event.target;
-      if (event.key === "Enter" && target.tagName === "INPUT" && target.type !== "submit") {
-        event.preventDefault();
-        return;
-      }
       if (target.type !== "radio" || !target.name.startsWith("pick-") || event.ctrlKey || event.metaKey || event.altKey) {
         return;
       }
@@ -693,51 +687,17 @@
 
     // --- submission ---------------------------------------------------------------------
 
-    function showProblems(found) {
-      errorsBox.replaceChildren(
-        el("p", { className: "form-error", text: "Before you store the final label:" }),
-        el("ul", {}, found.map(function (problem) {
-          return el("li", { text: problem });
-        })),
-        el("button", { type: "button", "data-action": "submit-anyway", text: "Submit anyway (the server checks again)" })
-      );
-      errorsBox.focus();
-    }
-
-    errorsBox.addEventListener("click", function (event) {
-      if (event.target.closest('[data-action="submit-anyway"]')) {
-        forceSubmit = true;
-        form.requestSubmit(submitButton);
-      }
-    });
-
-    form.addEventListener("submit", function (event) {
-      if (submitting) {
-        event.preventDefault();
-        return;
-      }
-      const found = problems();
-      if (found.length && !forceSubmit) {
-        event.preventDefault();
-        showProblems(found);
-        return;
-      }
-      forceSubmit = false;
-      annotationInput.value = JSON.stringify(annotation());
-      stateInput.value = JSON.stringify(state);
-      submitting = true;
-      submitButton.disabled = true;
-      submitButton.setAttribute("aria-busy", "true");
-      submitButton.textContent = "Storing…";
-    });
-
-    window.addEventListener("pageshow", function (event) {
-      if (event.persisted) {
-        submitting = false;
-        submitButton.disabled = false;
-        submitButton.removeAttribute("aria-busy");
-        submitButton.textContent = "Store the final label";
-      }
+    ClaimgateSubmit.guard({
+      form: form,
+      button: submitButton,
+      errorsBox: errorsBox,
+      heading: "Before you store the final label:",
+      busyText: "Storing…",
+      problems: problems,
+      prepare: function () {
+        annotationInput.value = JSON.stringify(annotation());
+        stateInput.value = JSON.stringify(state);
+      },
     });
 
     state = initialState();

@@ -113,8 +113,7 @@
     let controller = null;
     let ackedJson = null; // the payload the server last confirmed
     let inflightJson = null;
-    let submitting = false;
-    let forceSubmit = false;
+    let submission = null; // the submit guard (submit.js), set up below
     let selection = null; // the last selection inside one snapshot
     const selectionListeners = [];
 
@@ -169,7 +168,7 @@
       payloadInput.value = json;
       writeLocal(state, json !== ackedJson);
       controller.refresh(state);
-      if (json !== ackedJson && !submitting) {
+      if (json !== ackedJson && !submission.isSubmitting()) {
         draftForm.dispatchEvent(new CustomEvent("cg-change"));
       }
     }
@@ -183,7 +182,7 @@
     }
 
     draftForm.addEventListener("htmx:confirm", function (event) {
-      if (submitting) {
+      if (submission.isSubmitting()) {
         event.preventDefault();
       }
     });
@@ -346,75 +345,22 @@
 
     // --- problems and submission --------------------------------------------------------
 
-    function showProblems(problems) {
-      const list = el(
-        "ul",
-        {},
-        problems.map(function (problem) {
-          return el("li", { text: problem });
-        })
-      );
-      const anyway = el("button", {
-        type: "button",
-        "data-action": "submit-anyway",
-        text: "Submit anyway (the server checks again)",
-      });
-      errorsBox.replaceChildren(
-        el("p", { className: "form-error", text: "Before you submit:" }),
-        list,
-        anyway
-      );
-      errorsBox.focus();
-    }
-
-    errorsBox.addEventListener("click", function (event) {
-      if (event.target.closest('[data-action="submit-anyway"]')) {
-        forceSubmit = true;
-        labelForm.requestSubmit(submitButton);
-      }
-    });
-
-    labelForm.addEventListener("submit", function (event) {
-      if (submitting) {
-        event.preventDefault();
-        return;
-      }
-      const state = controller.collect();
-      const problems = controller.problems(state);
-      if (problems.length && !forceSubmit) {
-        event.preventDefault();
-        showProblems(problems);
-        return;
-      }
-      forceSubmit = false;
-      annotationInput.value = JSON.stringify(controller.toAnnotation(state));
-      // Kept until the server has the label: a submission lost to an expired session
-      // comes back after the next login.
-      writeLocal(state, true);
-      submitting = true;
-      submitButton.disabled = true;
-      submitButton.setAttribute("aria-busy", "true");
-      submitButton.dataset.label = submitButton.textContent;
-      submitButton.textContent = "Submitting…";
-    });
-
-    window.addEventListener("pageshow", function (event) {
-      if (event.persisted) {
-        submitting = false;
-        submitButton.disabled = false;
-        submitButton.removeAttribute("aria-busy");
-        if (submitButton.dataset.label) {
-          submitButton.textContent = submitButton.dataset.label;
-        }
-      }
-    });
-
-    // Enter in a one-line field must not submit the label by accident.
-    labelForm.addEventListener("keydown", function (event) {
-      const target = event.target;
-      if (event.key === "Enter" && target.tagName === "INPUT" && target.type !== "submit") {
-        event.preventDefault();
-      }
+    submission = ClaimgateSubmit.guard({
+      form: labelForm,
+      button: submitButton,
+      errorsBox: errorsBox,
+      heading: "Before you submit:",
+      busyText: "Submitting…",
+      problems: function () {
+        return controller.problems(controller.collect());
+      },
+      prepare: function () {
+        const state = controller.collect();
+        annotationInput.value = JSON.stringify(controller.toAnnotation(state));
+        // Kept until the server has the label: a submission lost to an expired session
+        // comes back after the next login.
+        writeLocal(state, true);
+      },
     });
 
     labelForm.addEventListener("input", function (event) {
