@@ -31,8 +31,9 @@ test: install
 ## make serve: web (gunicorn) + worker (celery) against real PostgreSQL and Redis
 serve: export DJANGO_SETTINGS_MODULE ?= config.settings.production
 serve: install
-	test -n "$$DATABASE_URL" && test -n "$$CELERY_BROKER_URL" && test -n "$$SECRET_KEY" || \
-	  (echo "make serve needs DATABASE_URL, CELERY_BROKER_URL and SECRET_KEY"; exit 2)
+	test -n "$$DATABASE_URL" && test -n "$$CELERY_BROKER_URL" && test -n "$$CACHE_URL" && \
+	  test -n "$$SECRET_KEY" || \
+	  (echo "make serve needs DATABASE_URL, CELERY_BROKER_URL, CACHE_URL and SECRET_KEY"; exit 2)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput
 	$(VENV)/bin/honcho start -f Procfile

@@ -30,7 +30,6 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
@@ -51,6 +50,7 @@ from annotator.services import (
     draft_save,
     label_submit,
 )
+from annotator.throttling import SubmitThrottle
 from audit.models import CodebookUnit
 
 INVALID_IF_MATCH = "invalid_if_match"
@@ -485,8 +485,6 @@ class DraftSaveApi(AnnotatorApi):
 class LabelsApi(AnnotatorApi):
     """Your revisions of one unit (GET) and submissions (POST). Only POST is throttled."""
 
-    throttle_scope = "submit"
-
     class AssistedInput(serializers.Serializer):
         model = serializers.CharField(max_length=ASSISTED_MODEL_MAX)
 
@@ -546,7 +544,7 @@ class LabelsApi(AnnotatorApi):
 
     def get_throttles(self) -> list[Any]:
         if self.request.method == "POST":
-            return [ScopedRateThrottle()]
+            return [SubmitThrottle()]
         return super().get_throttles()
 
     @extend_schema(

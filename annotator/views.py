@@ -7,6 +7,7 @@ annotator's labels or identity, the overlap k, a unit's priority or state, or a 
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from functools import wraps
@@ -48,6 +49,7 @@ from annotator.services import (
     draft_save,
     label_submit,
 )
+from annotator.throttling import submit_wait
 from audit.models import CodebookUnit
 
 TEMPLATES = {
@@ -232,6 +234,19 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
     template = TEMPLATES[assignment.study.codebook.unit]
     form = SubmitForm(request.POST)
+    wait = submit_wait(request.user.pk)
+    if wait is not None:
+        seconds = max(1, math.ceil(wait))
+        sentence = (
+            f"Too many submissions in a short time; nothing was stored. Your work is still "
+            f"here: submit again in {seconds} second{'s' if seconds != 1 else ''}."
+        )
+        context = _form_context(
+            assignment, submitted=form.raw_annotation, error=("throttled", sentence)
+        )
+        response = render(request, template, context, status=429)
+        response["Retry-After"] = str(seconds)
+        return response
     if not form.is_valid():
         context = _form_context(
             assignment, submitted=form.raw_annotation, error=error_sentence(form)

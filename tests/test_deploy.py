@@ -12,8 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
-    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+    environment = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "CACHE_URL"}}
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        CACHE_URL="redis://127.0.0.1:6379/1",
+    )
+    environment.update(env)
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -41,3 +45,9 @@ def test_production_refuses_the_development_key():
     result = manage("check", SECRET_KEY="django-insecure-claimgate-development-only")
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_production_refuses_a_cache_that_each_process_keeps_to_itself():
+    result = manage("check", SECRET_KEY=secrets.token_urlsafe(64), CACHE_URL="")
+    assert result.returncode != 0
+    assert "CACHE_URL must name a Redis server" in result.stderr

@@ -7,12 +7,10 @@ import json
 import uuid
 
 import pytest
-from django.conf import settings
 from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
 
 from annotator.models import Assignment, Draft, Label, Membership, Role
 from annotator.selectors import unit_content
@@ -650,8 +648,11 @@ def test_a_former_annotator_no_longer_reaches_their_assignment(risk_study, peopl
     assert response.status_code == 404
 
 
-def test_submissions_are_throttled_with_the_submit_scope(risk_study, people, monkeypatch):
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"submit": "2/minute"})
+def test_submissions_are_throttled_with_the_submit_scope(risk_study, people, settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"submit": "2/minute"},
+    }
     assignment = take(risk_study, people["ann_a"])
     client = api_as(people["ann_a"])
     body = submit_body(assignment)
