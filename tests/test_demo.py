@@ -59,3 +59,20 @@ def test_anonymous_visitors_are_sent_to_login(client):
     response = client.get(reverse("home"))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
+
+
+def test_loading_the_demo_again_leaves_a_frozen_study_as_it_is(capsys):
+    from audit.models import Unit
+    from audit.partition_services import study_freeze
+
+    load()
+    study = Study.objects.get(slug="demo-source-risk")
+    Unit.objects.filter(study=study).update(partition="calibration")
+    study_freeze(study=study, user=get_user_model().objects.get(username="researcher"))
+    before = Tuple.objects.count()
+    capsys.readouterr()
+
+    load()
+
+    assert "study demo-source-risk: frozen, left as it is" in capsys.readouterr().out
+    assert Tuple.objects.count() == before

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from annotator.models import Membership, Role
-from audit.models import ImportStatus, Study
+from audit.models import ImportStatus, Study, StudyFreeze
 from audit.services import codebook_install_file, observations_import
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
@@ -70,6 +70,11 @@ class Command(BaseCommand):
                         Membership.objects.get_or_create(
                             study=study, user=users[username], role=role
                         )
+                if StudyFreeze.objects.filter(study=study).exists():
+                    # Loading the demo again keeps what exists; a frozen study refuses new
+                    # observations, and its own are already there.
+                    self.stdout.write(f"study {slug}: frozen, left as it is")
+                    continue
                 path = FIXTURES / "demo" / file_name
                 batch = observations_import(
                     study=study, data=path.read_bytes(), file_name=path.name
