@@ -23,6 +23,7 @@ from django.db.models.fields.json import KeyTransform
 
 from annotator.models import Label, LabelKind
 from audit.contract import policy_action
+from audit.contract.cells import spreadsheet_safe
 from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW
 from audit.gate import STAGES, claim_boundary
 from audit.models import CodebookUnit, LedgerEntry, Partition, Study, StudyGate, Unit, UnitState
@@ -469,14 +470,10 @@ def study_outcomes(*, study: Study) -> StudyOutcomes:
 
 # --- CSV ---------------------------------------------------------------------------------
 
-#: A spreadsheet runs a cell that starts with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
 
 def csv_cell(value: Any) -> str:
     """A cell as text, with a leading apostrophe where a spreadsheet would see a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return spreadsheet_safe("" if value is None else str(value))
 
 
 def _u(value: int | None) -> str:
