@@ -46,6 +46,7 @@ from annotator.services import (
     AnnotationError,
     DraftConflict,
     StaleRevision,
+    SubmissionIdReused,
     assignment_next,
     draft_save,
     label_submit,
@@ -594,6 +595,11 @@ class LabelsApi(AnnotatorApi):
                 {"reason": exc.code, "message": exc.message, "latest": latest},
                 status=status.HTTP_409_CONFLICT,
                 headers=headers,
+            )
+        except SubmissionIdReused as exc:
+            return Response(
+                {"reason": exc.code, "message": exc.message, "latest": None},
+                status=status.HTTP_409_CONFLICT,
             )
         except AnnotationError as exc:
             return _error(exc, status.HTTP_400_BAD_REQUEST)

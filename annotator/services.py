@@ -39,6 +39,12 @@ class LabelRefused(AnnotationError):
     """The record contract refused the submitted annotation (reason code of the checker)."""
 
 
+class SubmissionIdReused(AnnotationError):
+    """A ``client_submission_id`` already used for a label on another assignment."""
+
+    code = "submission_id_reused"
+
+
 class StaleRevision(AnnotationError):
     """The submission edits a revision that is no longer the latest one."""
 
@@ -191,6 +197,17 @@ def _annotation_from_input(
     return annotation
 
 
+def _replayed(label: Label, assignment: Assignment) -> Submission:
+    """The label a repeated submission id created — only on the assignment it was made on:
+    answering with another unit's label would hand one unit's work to another."""
+    if label.assignment_id != assignment.pk:
+        raise SubmissionIdReused(
+            "this client_submission_id was already used for a submission on another "
+            "assignment; send a new id for every submission"
+        )
+    return Submission(label=label, replayed=True)
+
+
 def label_submit(
     *,
     assignment: Assignment,
@@ -216,7 +233,7 @@ def label_submit(
         annotator_id=assignment.annotator_id, client_submission_id=submission_id
     ).first()
     if replay is not None:
-        return Submission(label=replay, replayed=True)
+        return _replayed(replay, assignment)
 
     study = Study.objects.select_related("codebook").get(pk=assignment.study_id)
     with transaction.atomic():
@@ -267,7 +284,7 @@ def label_submit(
                 annotator_id=assignment.annotator_id, client_submission_id=submission_id
             ).first()
             if replay is not None:
-                return Submission(label=replay, replayed=True)
+                return _replayed(replay, assignment)
             raise StaleRevision(
                 "another submission of this revision was accepted first", head=head
             ) from None

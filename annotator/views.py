@@ -45,6 +45,7 @@ from annotator.services import (
     DraftConflict,
     LabelRefused,
     StaleRevision,
+    SubmissionIdReused,
     assignment_next,
     draft_save,
     label_submit,
@@ -267,6 +268,9 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
             error=(exc.code, _STALE_SENTENCE),
             stale=True,
         )
+        return render(request, template, context, status=409)
+    except SubmissionIdReused as exc:
+        context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
         return render(request, template, context, status=409)
     except (LabelRefused, AnnotationError) as exc:
         context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))

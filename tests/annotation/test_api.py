@@ -433,6 +433,26 @@ def test_draft_of_someone_elses_assignment_is_404(risk_study, people):
 # --- GET/POST /api/assignments/{id}/labels/ ----------------------------------------------
 
 
+def test_a_submission_id_reused_on_another_assignment_is_refused(risk_study, people):
+    first = take(risk_study, people["ann_a"])
+    client = api_as(people["ann_a"])
+    body = submit_body(first)
+    assert client.post(labels_url(first), body, format="json").status_code == 201
+    second = take(risk_study, people["ann_a"])
+    assert second.unit_id != first.unit_id
+
+    reused = client.post(
+        labels_url(second),
+        {**submit_body(second), "client_submission_id": body["client_submission_id"]},
+        format="json",
+    )
+
+    assert reused.status_code == 409
+    assert reused.json()["reason"] == "submission_id_reused"
+    assert reused.json()["latest"] is None
+    assert Label.objects.filter(assignment=second).count() == 0
+
+
 def test_submit_201_then_replay_200_with_the_same_label(risk_study, people):
     assignment = take(risk_study, people["ann_a"])
     client = api_as(people["ann_a"])
