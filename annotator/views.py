@@ -53,6 +53,8 @@ from annotator.services import (
 from annotator.throttling import submit_wait
 from audit.models import CodebookUnit
 
+#: How many of an annotator's items the start page lists at once (newest first).
+START_PAGE_SIZE = 50
 TEMPLATES = {
     CodebookUnit.TUPLE: "annotator/form_source_risk.html",
     CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
@@ -91,11 +93,25 @@ def annotate_start(request: HttpRequest, slug: str) -> HttpResponse:
         messages.info(request, "Nothing is left for you to annotate in this study. Thank you!")
         return redirect("annotate-start", slug=study.slug)
     progress = annotator_progress(study=study, annotator=request.user)
+    # One page of the annotator's items, newest first: after thousands of labels the
+    # whole list would be thousands of rows on every visit.
+    pages = max(1, math.ceil(progress.assigned / START_PAGE_SIZE))
+    page = request.GET.get("page", "1")
+    page = min(int(page), pages) if page.isdigit() and int(page) > 0 else 1
     context = {
         "study": study,
         "forget_storage": request.session.pop("forget_storage", None),
         "progress": progress,
-        "assignments": assignments_of(study=study, annotator=request.user),
+        "assignments": assignments_of(
+            study=study,
+            annotator=request.user,
+            offset=(page - 1) * START_PAGE_SIZE,
+            limit=START_PAGE_SIZE,
+        ),
+        "page": page,
+        "pages": pages,
+        "previous_page": page - 1 if page > 1 else None,
+        "next_page": page + 1 if page < pages else None,
     }
     return render(request, "annotator/start.html", context)
 
