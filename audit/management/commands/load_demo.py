@@ -54,10 +54,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: object) -> None:
-        if not settings.DEBUG and not options["allow_without_debug"]:
+        demo = settings.DEBUG or getattr(settings, "CLAIMGATE_DEMO", False)
+        if not demo and not options["allow_without_debug"]:
             raise CommandError(
-                "refusing to create demo users with published passwords while DEBUG is off; "
-                "pass --allow-without-debug if this really is a throw-away instance"
+                "refusing to create demo users with published passwords outside the demo "
+                "settings (config.settings.dev) while DEBUG is off; pass "
+                "--allow-without-debug if this really is a throw-away instance"
             )
         with transaction.atomic():
             for path in sorted((FIXTURES / "codebooks").glob("*.json")):
