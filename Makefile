@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: demo test install serve lint check conformance bench clean
 
+# Quiet: setuptools' notes about editable installs are noise before the demo's logins
+# (errors still print).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -17,7 +19,7 @@ install: $(STAMP)
 
 ## make demo: SQLite, Celery eager, demo studies and users, served on 127.0.0.1:8000
 demo: install
-	DJANGO_SETTINGS_MODULE=config.settings.dev $(PY) manage.py migrate --noinput
+	DJANGO_SETTINGS_MODULE=config.settings.dev $(PY) manage.py migrate --noinput -v 0
 	DJANGO_SETTINGS_MODULE=config.settings.dev $(PY) manage.py load_demo
 	DJANGO_SETTINGS_MODULE=config.settings.dev $(PY) manage.py runserver 127.0.0.1:8000
 

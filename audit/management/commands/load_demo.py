@@ -43,6 +43,18 @@ DEMO_USERS = {
 }
 
 
+def demo_users_box(rows: list[tuple[str, str, str]]) -> str:
+    """The demo's logins in a box, printed last so that nothing scrolls them away."""
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    line = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+    body = [
+        "| " + " | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) + " |"
+        for row in rows
+    ]
+    title = "Demo users: open http://127.0.0.1:8000/ and log in as one of them"
+    return "\n".join([title, line, body[0], line, *body[1:], line])
+
+
 class Command(BaseCommand):
     help = "Load the demo: both codebooks, one study per codebook, demo users and data."
 
@@ -91,10 +103,12 @@ class Command(BaseCommand):
                     f"study {slug}: {study.tuples.count()} tuples, "
                     f"{study.observations.count()} observations"
                 )
-        self.stdout.write("\nDemo users (username / password):")
+        rows = [("username", "password", "role")]
         for username, (password, roles, superuser) in DEMO_USERS.items():
-            what = "admin (superuser)" if superuser else ", ".join(roles)
-            self.stdout.write(f"  {username:<12} {password:<18} {what}")
+            rows.append(
+                (username, password, "admin (superuser)" if superuser else ", ".join(roles))
+            )
+        self.stdout.write("\n" + demo_users_box(rows))
 
     def _users(self) -> dict:
         model = get_user_model()
