@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.contract.canonical import canonical_digest, canonical_json
+from audit.contract.canonical import canonical_digest, canonical_digest_unchecked, canonical_json
 
 CALIBRATION = "calibration"
 TEST = "test"
@@ -195,16 +195,27 @@ def with_partitions(units: Sequence[UnitGroups], assignment: Mapping[str, str]) 
 @dataclass(frozen=True)
 class Leak:
     """One value of a grouping field found in both partitions, with the units on each
-    side (digests, sorted)."""
+    side (digests, sorted). A page's leak may hold only the first digests of each side
+    (``calibration_units`` and ``test_units`` then count them all)."""
 
     field: str
     value: str
     calibration: tuple[str, ...]
     test: tuple[str, ...]
+    calibration_units: int | None = None  # None: len(calibration)
+    test_units: int | None = None  # None: len(test)
 
     @property
     def field_label(self) -> str:
         return FIELD_LABELS[self.field]
+
+    @property
+    def calibration_count(self) -> int:
+        return len(self.calibration) if self.calibration_units is None else self.calibration_units
+
+    @property
+    def test_count(self) -> int:
+        return len(self.test) if self.test_units is None else self.test_units
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -256,7 +267,7 @@ def partition_counts(partitions: Iterable[str | None]) -> dict[str, int]:
     return {key: counts.get(key, 0) for key in (*PARTITIONS, UNASSIGNED)}
 
 
-def group_counts(units: Iterable[UnitGroups]) -> dict[str, dict[str, int]]:
+def group_counts(units: Iterable[UnitGroups | GroupCount]) -> dict[str, dict[str, int]]:
     """How many distinct values of each grouping field each partition holds."""
     seen: dict[str, dict[str, set[str]]] = {
         key: {name: set() for name in GROUP_FIELDS} for key in (*PARTITIONS, UNASSIGNED)
@@ -282,8 +293,68 @@ def values_present(units: Iterable[UnitGroups]) -> dict[str, list[tuple[str, int
 
 
 def partition_digest(pairs: Iterable[tuple[str, str]]) -> str:
-    """Canonical digest of the sorted ``[unit digest, partition]`` list."""
-    return canonical_digest(sorted([digest, partition] for digest, partition in pairs))
+    """Canonical digest of the sorted ``[unit digest, partition]`` list. (A list of lists
+    of strings has no object keys to check: the unchecked serialization, same bytes.)"""
+    return canonical_digest_unchecked(
+        sorted([str(digest), str(partition)] for digest, partition in pairs)
+    )
+
+
+# --- the same counts from grouped rows (a study's page, without a row per unit) ---------
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """How many units of one partition (None: unassigned) share one combination of
+    grouping values: what ``GROUP BY`` gives instead of one ``UnitGroups`` per unit."""
+
+    partition: str | None
+    target_family: str
+    domain: str
+    template_id: str | None
+    units: int
+
+    def value(self, name: str) -> str | None:
+        return getattr(self, name)
+
+
+def partition_counts_of(groups: Iterable[GroupCount]) -> dict[str, int]:
+    """:func:`partition_counts` from grouped rows."""
+    counts: Counter[str] = Counter()
+    for group in groups:
+        counts[group.partition if group.partition in PARTITIONS else UNASSIGNED] += group.units
+    return {key: counts.get(key, 0) for key in (*PARTITIONS, UNASSIGNED)}
+
+
+def values_present_of(groups: Iterable[GroupCount]) -> dict[str, list[tuple[str, int]]]:
+    """:func:`values_present` from grouped rows."""
+    counts: dict[str, Counter[str]] = {name: Counter() for name in GROUP_FIELDS}
+    for group in groups:
+        for name in GROUP_FIELDS:
+            value = group.value(name)
+            if value is not None:
+                counts[name][value] += group.units
+    return {name: sorted(counter.items()) for name, counter in counts.items()}
+
+
+def leak_counts(groups: Iterable[GroupCount]) -> list[tuple[str, str, int, int]]:
+    """``(field, value, calibration units, test units)`` of every leaking group, in the
+    order of :func:`leakage` (field order, then value)."""
+    sides: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for group in groups:
+        if group.partition not in PARTITIONS:
+            continue
+        side = PARTITIONS.index(group.partition)
+        for name in GROUP_FIELDS:
+            value = group.value(name)
+            if value is not None:
+                sides[(name, value)][side] += group.units
+    leaks = [
+        (name, value, calibration, test)
+        for (name, value), (calibration, test) in sides.items()
+        if calibration and test
+    ]
+    return sorted(leaks, key=lambda leak: (GROUP_FIELDS.index(leak[0]), leak[1]))
 
 
 def pipelines_normal(pipelines: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -370,9 +441,30 @@ def freeze_contents(
     thresholds: Mapping[str, Any],
     units: Sequence[UnitGroups],
 ) -> FreezeContents:
+    assigned = [(u.digest, u.partition) for u in units if u.partition in PARTITIONS]
+    return freeze_contents_of(
+        codebook_digest=codebook_digest,
+        pipelines=pipelines,
+        thresholds=thresholds,
+        assigned=assigned,
+        unassigned=len(units) - len(assigned),
+        leaks=leakage(units),
+    )
+
+
+def freeze_contents_of(
+    *,
+    codebook_digest: str,
+    pipelines: Iterable[Mapping[str, str]],
+    thresholds: Mapping[str, Any],
+    assigned: Sequence[tuple[str, str]],
+    unassigned: int,
+    leaks: Sequence[Leak],
+) -> FreezeContents:
+    """:func:`freeze_contents` from the assigned ``(unit digest, partition)`` pairs, the
+    number of unassigned units and the leaks, however they were found."""
     pipelines = pipelines_normal(pipelines)
     thresholds = dict(thresholds)
-    assigned = [(u.digest, u.partition) for u in units if u.partition in PARTITIONS]
     counts = partition_counts(partition for _, partition in assigned)
     return FreezeContents(
         codebook_digest=codebook_digest,
@@ -382,8 +474,8 @@ def freeze_contents(
         thresholds_digest=canonical_digest(thresholds),
         partition_digest=partition_digest(assigned),
         partition_counts={key: counts[key] for key in PARTITIONS},
-        unassigned=len(units) - len(assigned),
-        leaks=leakage(units),
+        unassigned=unassigned,
+        leaks=list(leaks),
     )
 
 

@@ -20,6 +20,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import connection, transaction
+from django.db.models import Count, F, Window
+from django.db.models.functions import RowNumber
 
 from annotator.models import Label, Membership
 from audit import bulk
@@ -34,7 +36,13 @@ from audit.models import (
     Unit,
 )
 from audit.partition import (
+    CALIBRATION,
+    GROUP_FIELDS,
+    PARTITIONS,
+    TEST,
+    UNASSIGNED,
     FreezeContents,
+    GroupCount,
     Leak,
     LineProblem,
     Rule,
@@ -42,15 +50,19 @@ from audit.partition import (
     UnitGroups,
     file_assignment,
     freeze_contents,
+    freeze_contents_of,
     group_counts,
+    leak_counts,
     leakage,
     parse_partition_file,
     partition_counts,
+    partition_counts_of,
     rule_assign,
     rule_check,
     rule_test_values,
     thresholds_problems,
     values_present,
+    values_present_of,
     with_partitions,
 )
 
@@ -107,28 +119,122 @@ class PartitionOverview:
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
 
 
-def partition_overview(*, study: Study) -> PartitionOverview:
+def partition_overview(
+    *, study: Study, leaks_shown: int | None = None, units_shown: int = 0
+) -> PartitionOverview:
     """Counts per partition, the leakage report, and the freeze or what a freeze would
-    record now: three queries (the study's codebook already loaded)."""
-    units = partition_units(study=study)
+    record now (the study's codebook already loaded).
+
+    ``leaks_shown`` None: every unit is read (three queries) and each leak lists all of
+    its units (the API). A number: the counts come from one grouped query, the freeze's
+    partition digest from the (digest, partition) pairs alone, and only the first
+    ``leaks_shown`` leaks hold digests, their first ``units_shown`` per side; every leak
+    has its counts (a page; about six queries).
+    """
+    if leaks_shown is None:
+        units = partition_units(study=study)
+        freeze = study_freeze_get(study=study)
+        contents = None
+        if freeze is None:
+            contents = freeze_contents(
+                codebook_digest=study.codebook.digest,
+                pipelines=_pipelines_in_use(study),
+                thresholds=study.thresholds or {},
+                units=units,
+            )
+        return PartitionOverview(
+            counts=partition_counts(unit.partition for unit in units),
+            groups=group_counts(units),
+            leaks=leakage(units),
+            values=values_present(units),
+            total=len(units),
+            freeze=freeze,
+            contents=contents,
+        )
+    groups = _group_counts(study)
+    counts = partition_counts_of(groups)
+    leaks = _leak_samples(study, leak_counts(groups), leaks_shown, units_shown)
     freeze = study_freeze_get(study=study)
     contents = None
     if freeze is None:
-        contents = freeze_contents(
+        assigned = list(
+            Unit.objects.filter(study=study, partition__in=PARTITIONS)
+            .order_by("digest")
+            .values_list("digest", "partition")
+        )
+        contents = freeze_contents_of(
             codebook_digest=study.codebook.digest,
             pipelines=_pipelines_in_use(study),
             thresholds=study.thresholds or {},
-            units=units,
+            assigned=assigned,
+            unassigned=counts[UNASSIGNED],
+            leaks=leaks,
         )
     return PartitionOverview(
-        counts=partition_counts(unit.partition for unit in units),
-        groups=group_counts(units),
-        leaks=leakage(units),
-        values=values_present(units),
-        total=len(units),
+        counts=counts,
+        groups=group_counts(groups),
+        leaks=leaks,
+        values=values_present_of(groups),
+        total=sum(counts.values()),
         freeze=freeze,
         contents=contents,
     )
+
+
+_GROUP_PATHS = {name: f"observation__query__{name}" for name in GROUP_FIELDS}
+
+
+def _group_counts(study: Study) -> list[GroupCount]:
+    """Units per (partition, target family, domain, template): one grouped query, a row
+    per combination present instead of a row per unit."""
+    rows = (
+        Unit.objects.filter(study=study)
+        .order_by()
+        .values("partition", *_GROUP_PATHS.values())
+        .annotate(units=Count("id"))
+        .values_list("partition", *_GROUP_PATHS.values(), "units")
+    )
+    return [
+        GroupCount(partition=p, target_family=f, domain=d, template_id=t, units=n)
+        for p, f, d, t, n in rows
+    ]
+
+
+def _leak_samples(
+    study: Study, counts: Sequence[tuple[str, str, int, int]], leaks: int, units: int
+) -> list[Leak]:
+    """Leaks with their unit counts; the first ``leaks`` of them also with the first
+    ``units`` unit digests of each side (one query per grouping field among them)."""
+    shown = counts[:leaks] if units > 0 else []
+    digests: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for name in GROUP_FIELDS:
+        values = [value for field_name, value, _, _ in shown if field_name == name]
+        if not values:
+            continue
+        path = _GROUP_PATHS[name]
+        ranked = (
+            Unit.objects.filter(study=study, partition__in=PARTITIONS, **{f"{path}__in": values})
+            .annotate(
+                rank=Window(
+                    RowNumber(), partition_by=[F(path), F("partition")], order_by=F("digest").asc()
+                )
+            )
+            .filter(rank__lte=units)
+            .values_list(path, "partition", "digest")
+        )
+        for value, partition, digest in ranked:
+            digests[(name, value, partition)].append(digest)
+    return [
+        Leak(
+            name,
+            value,
+            tuple(sorted(digests.get((name, value, CALIBRATION), ()))),
+            tuple(sorted(digests.get((name, value, TEST), ()))),
+            calibration_units=calibration,
+            test_units=test,
+        )
+        for name, value, calibration, test in counts
+    ]
 
 
 def latest_records(*, study: Study, digests: Iterable[str]) -> dict[str, str]:

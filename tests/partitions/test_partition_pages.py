@@ -3,6 +3,7 @@ file errors, thresholds, the typed-slug freeze, the frozen record and new versio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import Study, StudyFreeze, Unit
-from audit.partition_services import partition_rule_apply
+from audit.partition_services import partition_overview, partition_rule_apply
 from tests.partitions.conftest import LEAKY, SPLIT
 
 pytestmark = pytest.mark.django_db
@@ -346,3 +347,35 @@ def test_api_file_upload(study, people):
     assert accepted.status_code == 200
     assert accepted.json()["units"] == 3
     assert Unit.objects.filter(study=study, partition="calibration").count() == 3
+
+
+@pytest.mark.parametrize("rule", [None, LEAKY, SPLIT], ids=["unassigned", "leaky", "split"])
+def test_the_pages_grouped_overview_says_what_the_full_one_says(study, rule):
+    """The page counts from grouped rows and keeps a few digests per leak; the API reads
+    every unit. Both must say the same, and the freeze digests must be the same bytes."""
+    if rule is not None:
+        partition_rule_apply(study=study, rule=rule)
+    # One unit without a partition beside the others, and a leak with more units than shown.
+    Unit.objects.filter(pk=Unit.objects.filter(study=study).order_by("id").first().pk).update(
+        partition=None
+    )
+    full = partition_overview(study=study)
+    page = partition_overview(study=study, leaks_shown=1, units_shown=1)
+
+    assert page.counts == full.counts
+    assert page.groups == full.groups
+    assert page.values == full.values
+    assert page.total == full.total
+    assert [(leak.field, leak.value) for leak in page.leaks] == [
+        (leak.field, leak.value) for leak in full.leaks
+    ]
+    for number, (mine, theirs) in enumerate(zip(page.leaks, full.leaks, strict=True)):
+        assert (mine.calibration_count, mine.test_count) == (
+            len(theirs.calibration),
+            len(theirs.test),
+        )
+        shown = 1 if number == 0 else 0
+        assert mine.calibration == theirs.calibration[:shown]
+        assert mine.test == theirs.test[:shown]
+    assert page.contents == dataclasses.replace(full.contents, leaks=page.contents.leaks)
+    assert page.contents.problems() == full.contents.problems()
