@@ -61,7 +61,6 @@ from audit.partition import (
     rule_check,
     rule_test_values,
     thresholds_problems,
-    values_present,
     values_present_of,
     with_partitions,
 )
@@ -120,43 +119,26 @@ class PartitionOverview:
 
 
 def partition_overview(
-    *, study: Study, leaks_shown: int | None = None, units_shown: int = 0
+    *,
+    study: Study,
+    leaks_shown: int | None = None,
+    units_shown: int | None = None,
+    with_contents: bool = True,
 ) -> PartitionOverview:
     """Counts per partition, the leakage report, and the freeze or what a freeze would
-    record now (the study's codebook already loaded).
+    record now (the study's codebook already loaded), in about six queries.
 
-    ``leaks_shown`` None: every unit is read (three queries) and each leak lists all of
-    its units (the API). A number: the counts come from one grouped query, the freeze's
-    partition digest from the (digest, partition) pairs alone, and only the first
-    ``leaks_shown`` leaks hold digests, their first ``units_shown`` per side; every leak
-    has its counts (a page; about six queries).
+    Counts come from one grouped query (a row per combination of grouping values, not
+    per unit). Every leak has its unit counts; the first ``leaks_shown`` (None: all) also
+    hold the digests of their units, the first ``units_shown`` per side (None: all). The
+    freeze preview (``with_contents``) reads the (digest, partition) pairs for its digest.
     """
-    if leaks_shown is None:
-        units = partition_units(study=study)
-        freeze = study_freeze_get(study=study)
-        contents = None
-        if freeze is None:
-            contents = freeze_contents(
-                codebook_digest=study.codebook.digest,
-                pipelines=_pipelines_in_use(study),
-                thresholds=study.thresholds or {},
-                units=units,
-            )
-        return PartitionOverview(
-            counts=partition_counts(unit.partition for unit in units),
-            groups=group_counts(units),
-            leaks=leakage(units),
-            values=values_present(units),
-            total=len(units),
-            freeze=freeze,
-            contents=contents,
-        )
     groups = _group_counts(study)
     counts = partition_counts_of(groups)
-    leaks = _leak_samples(study, leak_counts(groups), leaks_shown, units_shown)
+    leaks = _leaks(study, leak_counts(groups), leaks_shown, units_shown)
     freeze = study_freeze_get(study=study)
     contents = None
-    if freeze is None:
+    if freeze is None and with_contents:
         assigned = list(
             Unit.objects.filter(study=study, partition__in=PARTITIONS)
             .order_by("digest")
@@ -200,40 +182,45 @@ def _group_counts(study: Study) -> list[GroupCount]:
     ]
 
 
-def _leak_samples(
-    study: Study, counts: Sequence[tuple[str, str, int, int]], leaks: int, units: int
+def _leaks(
+    study: Study,
+    counts: Sequence[tuple[str, str, int, int]],
+    leaks: int | None,
+    units: int | None,
 ) -> list[Leak]:
-    """Leaks with their unit counts; the first ``leaks`` of them also with the first
-    ``units`` unit digests of each side (one query per grouping field among them)."""
-    shown = counts[:leaks] if units > 0 else []
+    """Leaks with their unit counts; the first ``leaks`` (None: all) of them also with
+    the first ``units`` (None: all) unit digests of each side, sorted (one query per
+    grouping field among them)."""
+    shown = counts if leaks is None else counts[:leaks]
+    if units is not None and units <= 0:
+        shown = []
     digests: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for name in GROUP_FIELDS:
         values = [value for field_name, value, _, _ in shown if field_name == name]
         if not values:
             continue
         path = _GROUP_PATHS[name]
-        ranked = (
-            Unit.objects.filter(study=study, partition__in=PARTITIONS, **{f"{path}__in": values})
-            .annotate(
+        rows = Unit.objects.filter(study=study, partition__in=PARTITIONS, **{f"{path}__in": values})
+        if units is not None:
+            rows = rows.annotate(
                 rank=Window(
                     RowNumber(), partition_by=[F(path), F("partition")], order_by=F("digest").asc()
                 )
-            )
-            .filter(rank__lte=units)
-            .values_list(path, "partition", "digest")
-        )
-        for value, partition, digest in ranked:
+            ).filter(rank__lte=units)
+        for value, partition, digest in rows.values_list(path, "partition", "digest"):
             digests[(name, value, partition)].append(digest)
+    complete = units is None
     return [
         Leak(
             name,
             value,
             tuple(sorted(digests.get((name, value, CALIBRATION), ()))),
             tuple(sorted(digests.get((name, value, TEST), ()))),
-            calibration_units=calibration,
-            test_units=test,
+            # A leak that lists all of its units counts them itself.
+            calibration_units=None if complete and number < len(shown) else calibration,
+            test_units=None if complete and number < len(shown) else test,
         )
-        for name, value, calibration, test in counts
+        for number, (name, value, calibration, test) in enumerate(counts)
     ]
 
 

@@ -13,7 +13,13 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import Study, StudyFreeze, Unit
-from audit.partition_services import partition_overview, partition_rule_apply
+from audit.partition import group_counts, leakage, partition_counts, values_present
+from audit.partition_services import (
+    freeze_preview,
+    partition_overview,
+    partition_rule_apply,
+    partition_units,
+)
 from tests.partitions.conftest import LEAKY, SPLIT
 
 pytestmark = pytest.mark.django_db
@@ -350,22 +356,27 @@ def test_api_file_upload(study, people):
 
 
 @pytest.mark.parametrize("rule", [None, LEAKY, SPLIT], ids=["unassigned", "leaky", "split"])
-def test_the_pages_grouped_overview_says_what_the_full_one_says(study, rule):
-    """The page counts from grouped rows and keeps a few digests per leak; the API reads
-    every unit. Both must say the same, and the freeze digests must be the same bytes."""
+def test_the_grouped_overview_says_what_the_units_say(study, rule):
+    """The overview counts from grouped rows and reads digests only for the leaks it
+    shows. It must say what the pure functions say over every unit, and the freeze
+    preview must be the same bytes."""
     if rule is not None:
         partition_rule_apply(study=study, rule=rule)
-    # One unit without a partition beside the others, and a leak with more units than shown.
+    # One unit without a partition beside the others.
     Unit.objects.filter(pk=Unit.objects.filter(study=study).order_by("id").first().pk).update(
         partition=None
     )
+    units = partition_units(study=study)
     full = partition_overview(study=study)
     page = partition_overview(study=study, leaks_shown=1, units_shown=1)
 
-    assert page.counts == full.counts
-    assert page.groups == full.groups
-    assert page.values == full.values
-    assert page.total == full.total
+    for overview in (full, page):
+        assert overview.counts == partition_counts(unit.partition for unit in units)
+        assert overview.groups == group_counts(units)
+        assert overview.values == values_present(units)
+        assert overview.total == len(units)
+    assert full.leaks == leakage(units)
+    assert [leak.as_dict() for leak in full.leaks] == [leak.as_dict() for leak in leakage(units)]
     assert [(leak.field, leak.value) for leak in page.leaks] == [
         (leak.field, leak.value) for leak in full.leaks
     ]
@@ -377,5 +388,8 @@ def test_the_pages_grouped_overview_says_what_the_full_one_says(study, rule):
         shown = 1 if number == 0 else 0
         assert mine.calibration == theirs.calibration[:shown]
         assert mine.test == theirs.test[:shown]
-    assert page.contents == dataclasses.replace(full.contents, leaks=page.contents.leaks)
-    assert page.contents.problems() == full.contents.problems()
+    preview = freeze_preview(study=study)
+    assert full.contents == preview
+    assert page.contents == dataclasses.replace(preview, leaks=page.contents.leaks)
+    assert page.contents.problems() == preview.problems()
+    assert partition_overview(study=study, with_contents=False).contents is None
