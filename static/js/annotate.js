@@ -115,9 +115,17 @@
     let inflightJson = null;
     let submitting = false;
     let forceSubmit = false;
+    // An autosave on its way when the label is submitted could reach the server after the
+    // submission and bring back the draft it deleted: the submission waits for its answer.
+    let saving = false;
+    let submitWhenSaved = false;
     let selection = null; // the last selection inside one snapshot
     const selectionListeners = [];
 
+    // A selection made while the page loaded: setting the texts and drawing the highlights
+    // replace the text nodes it lies in, so it is taken here and given back once the form
+    // runs (see run).
+    const early = Spans.selectionWithin(document.querySelectorAll("[data-snapshot]"));
     // Each snapshot element shows exactly its text (set again from the byte-exact JSON).
     const snapshots = ClaimgateSpans.attachSnapshots(data);
 
@@ -190,6 +198,9 @@
     draftForm.addEventListener("htmx:configRequest", function () {
       inflightJson = payloadInput.value;
     });
+    draftForm.addEventListener("htmx:beforeSend", function () {
+      saving = true;
+    });
     draftForm.addEventListener("htmx:afterRequest", function (event) {
       const xhr = event.detail.xhr;
       const status = xhr ? xhr.status : 0;
@@ -215,6 +226,11 @@
         setStatus("Not stored: no connection. Your work is kept in this browser.", "draft-bad");
       } else if (status >= 500) {
         setStatus("Not stored: server error " + status + ". Your work is kept in this browser.", "draft-bad");
+      }
+      saving = false;
+      if (submitWhenSaved) {
+        submitWhenSaved = false;
+        sendLabel();
       }
     });
     statusBox.addEventListener("click", function (event) {
@@ -387,16 +403,33 @@
         return;
       }
       forceSubmit = false;
-      annotationInput.value = JSON.stringify(controller.toAnnotation(state));
-      // Kept until the server has the label: a submission lost to an expired session
-      // comes back after the next login.
-      writeLocal(state, true);
       submitting = true;
       submitButton.disabled = true;
       submitButton.setAttribute("aria-busy", "true");
       submitButton.dataset.label = submitButton.textContent;
       submitButton.textContent = "Submitting…";
+      if (saving) {
+        event.preventDefault();
+        submitWhenSaved = true; // sent by the autosave's htmx:afterRequest
+        return;
+      }
+      prepareLabel();
     });
+
+    /** The annotation to submit, from the form as it is now. */
+    function prepareLabel() {
+      const state = controller.collect();
+      annotationInput.value = JSON.stringify(controller.toAnnotation(state));
+      // Kept until the server has the label: a submission lost to an expired session
+      // comes back after the next login.
+      writeLocal(state, true);
+    }
+
+    /** Submit the label once the autosave it waited for has its answer. */
+    function sendLabel() {
+      prepareLabel();
+      labelForm.submit(); // no submit event: its checks were made when it was pressed
+    }
 
     window.addEventListener("pageshow", function (event) {
       if (event.persisted) {
@@ -501,6 +534,9 @@
           controller.apply(data.head_state);
           changed();
         });
+      }
+      if (Spans.reselect(early)) {
+        selectionChanged();
       }
     }
 
@@ -855,6 +891,17 @@
         }
       },
       { capture: true, passive: true },
+    );
+    // A press elsewhere starts another selection (or ends this one): the toolbar goes until
+    // that one is made, so that it never offers a selection that is no longer there.
+    document.addEventListener(
+      "mousedown",
+      function (event) {
+        if (!toolbar.hidden && event.button === 0 && !toolbar.contains(event.target)) {
+          placeToolbar(null);
+        }
+      },
+      true,
     );
     toolbar.addEventListener("mousedown", function (event) {
       event.preventDefault(); // keep the selection while a button is pressed
