@@ -112,3 +112,16 @@ def test_a_person_with_labels_is_not_deleted_from_the_admin(admin_client_with_le
     assert page.status_code == 200
     assert reverse("admin:auth_user_delete", args=[labeller.pk]) not in page.content.decode()
     assert client.get(reverse("admin:auth_user_delete", args=[idle.pk])).status_code == 200
+
+
+def test_a_study_with_labels_is_not_deleted_from_the_admin(admin_client_with_ledger):
+    from audit.models import Study
+
+    client, study = admin_client_with_ledger
+    empty = Study.objects.create(slug="empty", title="empty", codebook=study.codebook)
+
+    assert client.get(reverse("admin:audit_study_delete", args=[study.pk])).status_code == 403
+    page = client.get(reverse("admin:audit_study_change", args=[study.pk]))
+    assert page.status_code == 200
+    assert reverse("admin:audit_study_delete", args=[study.pk]) not in page.content.decode()
+    assert client.get(reverse("admin:audit_study_delete", args=[empty.pk])).status_code == 200
