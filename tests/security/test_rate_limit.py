@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+import redis
 from django.db import connection
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
@@ -102,7 +103,8 @@ def two_servers(transactional_db, tmp_path):
         DATABASE_URL=_database_url(),
         CACHE_URL=broker.rsplit("/", 1)[0] + "/1",
         CACHE_KEY_PREFIX=f"test-{uuid.uuid4().hex}",
-        SUBMIT_RATE=f"{LIMIT}/minute",
+        # Per hour: the 30 requests below fall in one window on any machine, however busy.
+        SUBMIT_RATE=f"{LIMIT}/hour",
         PYTHONUNBUFFERED="1",
     )
     servers = [Server(env, tmp_path / f"server-{n}.log") for n in range(2)]
@@ -153,7 +155,7 @@ def test_one_annotator_cannot_pass_the_limit_by_spreading_requests_over_processe
     assert every.count(400) == LIMIT
     assert 429 in statuses[0]
     assert 429 in statuses[1]
-    assert all(1 <= seconds <= 60 for seconds in retry_after)
+    assert all(1 <= seconds <= 3600 for seconds in retry_after)
 
 
 @pytest.mark.redis
@@ -166,13 +168,29 @@ def test_the_shared_log_counts_a_sliding_window(settings):
             "KEY_PREFIX": f"test-{uuid.uuid4().hex}",
         }
     }
-    key = f"window-{uuid.uuid4().hex}"
-    assert [take(key, limit=3, period=1) for _ in range(3)] == [None, None, None]
-    wait = take(key, limit=3, period=1)
+    server = redis.Redis.from_url(settings.CACHES["default"]["LOCATION"])
+
+    def server_seconds() -> float:
+        seconds, micros = server.time()  # the clock the sliding log counts by
+        return seconds + micros / 1e6
+
+    # Four requests must fall in one window to show the refusal. The window is a time,
+    # and a busy machine may need longer than a second for four: then nothing was shown,
+    # and the same is tried with a window twice as long.
+    period = 1
+    while True:
+        key = f"window-{uuid.uuid4().hex}"
+        began = server_seconds()
+        allowed = [take(key, limit=3, period=period) for _ in range(3)]
+        wait = take(key, limit=3, period=period)
+        if server_seconds() - began < period:
+            break
+        period *= 2
+    assert allowed == [None, None, None]
     assert wait is not None
-    assert 0 < wait <= 1
-    time.sleep(wait + 0.05)
-    assert take(key, limit=3, period=1) is None
+    assert 0 < wait <= period
+    time.sleep(wait + 0.05)  # the window slides past the first request: one more fits
+    assert take(key, limit=3, period=period) is None
 
 
 def test_the_embedded_default_counts_in_its_own_cache():
