@@ -442,11 +442,13 @@ def freeze_contents(
     units: Sequence[UnitGroups],
 ) -> FreezeContents:
     assigned = [(u.digest, u.partition) for u in units if u.partition in PARTITIONS]
+    counts = partition_counts(partition for _, partition in assigned)
     return freeze_contents_of(
         codebook_digest=codebook_digest,
         pipelines=pipelines,
         thresholds=thresholds,
-        assigned=assigned,
+        partition_digest=partition_digest(assigned),
+        partition_counts={key: counts[key] for key in PARTITIONS},
         unassigned=len(units) - len(assigned),
         leaks=leakage(units),
     )
@@ -457,23 +459,23 @@ def freeze_contents_of(
     codebook_digest: str,
     pipelines: Iterable[Mapping[str, str]],
     thresholds: Mapping[str, Any],
-    assigned: Sequence[tuple[str, str]],
+    partition_digest: str,
+    partition_counts: Mapping[str, int],
     unassigned: int,
     leaks: Sequence[Leak],
 ) -> FreezeContents:
-    """:func:`freeze_contents` from the assigned ``(unit digest, partition)`` pairs, the
-    number of unassigned units and the leaks, however they were found."""
+    """:func:`freeze_contents` from the partition digest and counts, the number of
+    unassigned units and the leaks, however they were found."""
     pipelines = pipelines_normal(pipelines)
     thresholds = dict(thresholds)
-    counts = partition_counts(partition for _, partition in assigned)
     return FreezeContents(
         codebook_digest=codebook_digest,
         pipelines=pipelines,
         pipelines_digest=canonical_digest(pipelines),
         thresholds=thresholds,
         thresholds_digest=canonical_digest(thresholds),
-        partition_digest=partition_digest(assigned),
-        partition_counts={key: counts[key] for key in PARTITIONS},
+        partition_digest=partition_digest,
+        partition_counts={key: partition_counts[key] for key in PARTITIONS},
         unassigned=unassigned,
         leaks=list(leaks),
     )
