@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo test install serve lint check conformance bench clean
+.PHONY: demo test test-browser-stress install serve lint check conformance bench clean
 
 # Quiet: setuptools' notes about editable installs are noise before the demo's logins
 # (errors still print).
@@ -29,6 +29,13 @@ test: install
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
+
+## make test-browser-stress: the browser suite RUNS times (10) with every core kept busy by
+## a bounded CPU load (stress-ng, else Python busy loops), stopped at the end; passes and
+## failures per test in build/stress/report.txt (uses DATABASE_URL / CELERY_BROKER_URL)
+RUNS ?= 10
+test-browser-stress: install
+	$(PY) tests/stress.py --runs $(RUNS) tests/browser
 
 ## make serve: web (gunicorn) + worker (celery) against real PostgreSQL and Redis
 serve: export DJANGO_SETTINGS_MODULE ?= config.settings.production
