@@ -23,7 +23,11 @@ logger = logging.getLogger("claimgate.access")
 
 
 def _refuse(user: AbstractBaseUser | AnonymousUser, what: str, exc: type[Exception]) -> None:
+    """Log why, and refuse. A 404 carries no words: "someone else's" and "missing" must
+    read the same, so the reason goes to the log only."""
     logger.warning("access refused: user=%s %s", getattr(user, "pk", None), what)
+    if exc is Http404:
+        raise Http404
     raise exc(what)
 
 

@@ -1,4 +1,9 @@
-"""/healthz: can this process reach the database, the broker and a worker?"""
+"""/healthz: can this process reach the database, the broker and a worker?
+
+Anyone (a load balancer, a monitor) learns up or down: ``{"ok": true|false}`` with 200 or
+503. Staff see what stands behind it: each dependency, the workers' names and how many jobs
+wait in the queue. Names of hosts and queues are nobody else's business.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,18 @@ def _broker() -> dict[str, Any]:
     return {"ok": True, "mode": "broker"}
 
 
+def _queue_depth() -> int | None:
+    """Jobs waiting in the app's queue (Redis broker only), None when it cannot be read."""
+    try:
+        with celery_app.connection_for_read() as conn:
+            client = getattr(conn.default_channel, "client", None)
+            if client is None:
+                return None
+            return int(client.llen(settings.CELERY_TASK_DEFAULT_QUEUE))
+    except Exception:
+        return None
+
+
 def _workers(broker_ok: bool) -> dict[str, Any]:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return {"ok": True, "count": 0, "detail": "eager mode needs no worker"}
@@ -50,5 +67,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     broker = _broker()
     workers = _workers(broker["ok"])
     ok = database["ok"] and broker["ok"] and workers["ok"]
+    status = 200 if ok else 503
+    if not (request.user.is_authenticated and request.user.is_staff):
+        return JsonResponse({"ok": ok}, status=status)
+    if broker["ok"] and broker.get("mode") == "broker":
+        broker["queued"] = _queue_depth()
     body = {"ok": ok, "database": database, "broker": broker, "workers": workers}
-    return JsonResponse(body, status=200 if ok else 503)
+    return JsonResponse(body, status=status)

@@ -31,6 +31,11 @@ from audit.queueing import STUDY_REPORT_REFRESH, queue_job
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
 from metrics.models import StudyReport
+from metrics.reliability import (
+    REASON_NO_PAIRABLE_VALUES,
+    REASON_SINGLE_CATEGORY,
+    REASON_TOO_FEW_SHARED_UNITS,
+)
 from metrics.report_build import TREATMENTS, claim_tables
 from metrics.selectors import gate_stage, labels_digest, report_current, report_latest_done
 
@@ -104,19 +109,34 @@ def _headline(report: dict[str, Any]) -> tuple[dict | None, dict | None]:
     return None, None
 
 
+#: Why a coefficient is undefined, in words (metrics.reliability's reason codes).
+REASON_WORDS = {
+    REASON_NO_PAIRABLE_VALUES: "undefined: too few pairable values — no unit has labels from "
+    "two annotators to compare yet",
+    REASON_SINGLE_CATEGORY: "undefined: every pairable value is the same, so agreement "
+    "expected by chance is total and the coefficient is 0/0 (more varied units are needed)",
+    REASON_TOO_FEW_SHARED_UNITS: "undefined: these two annotators share fewer than two units",
+}
+
+
 def _pairs(coders: list[str], summary: dict[str, Any]) -> list[dict[str, Any]]:
-    matrix = (summary.get("cohen_kappa") or {}).get("matrix") or []
-    shared = (summary.get("cohen_kappa") or {}).get("shared") or []
+    kappa = summary.get("cohen_kappa") or {}
+    matrix = kappa.get("matrix") or []
+    shared = kappa.get("shared") or []
+    reasons = kappa.get("reasons") or []
     rows = []
     for i, first in enumerate(coders):
         for j in range(i + 1, len(coders)):
             if i < len(matrix) and j < len(matrix[i]):
+                reason = reasons[i][j] if i < len(reasons) and j < len(reasons[i]) else None
                 rows.append(
                     {
                         "a": first,
                         "b": coders[j],
                         "kappa": matrix[i][j],
                         "shared": shared[i][j] if i < len(shared) else None,
+                        "reason": reason,
+                        "reason_text": REASON_WORDS.get(reason, reason) if reason else None,
                     }
                 )
     return rows
@@ -138,7 +158,7 @@ def _group_view(group: dict[str, Any]) -> dict[str, Any]:
         "kappas": [
             {
                 "label": item["label"],
-                "matrix": _kappa_matrix(coders, item.get("u_category") or {}),
+                "pairs": _pairs(coders, item.get("u_category") or {}),
             }
             for item in items
         ],
@@ -160,9 +180,18 @@ def _group_view(group: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _with_reason_words(summary: dict[str, Any]) -> dict[str, Any]:
+    reason = (summary.get("alpha") or {}).get("reason")
+    return {**summary, "alpha_reason_text": REASON_WORDS.get(reason, reason) if reason else None}
+
+
 def _item_views(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        {**item, "treatment_list": [item.get(key) or {} for key, _ in TREATMENTS]} for item in items
+        {
+            **item,
+            "treatment_list": [_with_reason_words(item.get(key) or {}) for key, _ in TREATMENTS],
+        }
+        for item in items
     ]
 
 
@@ -184,14 +213,6 @@ def _verdict_table(tables: dict[str, Any]) -> list[dict[str, Any]]:
             "cells": [entry[name] for name in CLAIM_VERDICTS],
         }
         for label, entry in entries
-    ]
-
-
-def _kappa_matrix(coders: list[str], summary: dict[str, Any]) -> list[dict[str, Any]]:
-    matrix = (summary.get("cohen_kappa") or {}).get("matrix") or []
-    return [
-        {"coder": coder, "values": matrix[i] if i < len(matrix) else []}
-        for i, coder in enumerate(coders)
     ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -52,6 +53,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"needs {marker}: {problem}")
 
 
+#: A ceiling for a process or a condition that never comes (a hang), not a measure of
+#: speed: the waits below end as soon as what they wait for happens, and fail at once when
+#: the process they wait on dies.
+HANG_SECONDS = 600
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    *,
+    what: str,
+    alive: Callable[[], bool] = lambda: True,
+    log: Callable[[], str] = lambda: "",
+) -> None:
+    """Poll ``condition`` until it holds. Fails when ``alive()`` turns false (the process
+    that should make it hold has died) or after HANG_SECONDS."""
+    import time
+
+    deadline = time.monotonic() + HANG_SECONDS
+    while not condition():
+        if not alive():
+            raise AssertionError(f"the process died while waiting for {what}\n{log()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came (hung?)\n{log()[-3000:]}")
+        time.sleep(0.1)
+
+
 class Worker:
     """One real Celery worker process; its output goes to a file the test can read."""
 
@@ -92,6 +119,15 @@ class Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def wait_until(self, condition: Callable[[], bool], *, what: str) -> None:
+        """Wait for ``condition`` while this worker lives (its log goes with a failure)."""
+        wait_until(condition, what=what, alive=self.alive, log=self.log)
+
+    def wait_ready(self) -> Worker:
+        """Wait until the worker consumes from its queue (it logs "ready.")."""
+        self.wait_until(lambda: " ready." in self.log(), what="the worker to be ready")
+        return self
+
     def kill(self) -> None:
         """SIGKILL: the worker dies at once, in the middle of whatever it does."""
         self.process.kill()
@@ -104,33 +140,130 @@ class Worker:
         if self.alive():
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=20)  # else killed: no test depends on a warm stop
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log.close()
+
+
+class PrivateRedis:
+    """A redis-server of the test's own on a free port, in a directory of its own, with
+    no persistence. Tests that stop a broker stop this one (by its process), never the
+    Redis that CELERY_BROKER_URL names, which other runs on the machine may share."""
+
+    def __init__(self, directory) -> None:
+        self.directory = directory
+        self.port = 0
+        self.process = None
+        self._log = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        path = self.directory / "redis.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def start(self) -> PrivateRedis:
+        """Start on a free port (or on its port again after ``stop``) and wait until it
+        answers PING."""
+        import subprocess
+
+        # A port found free can be taken by another process before the server binds it:
+        # the server then exits, and another port is tried.
+        for _ in range(1 if self.port else 20):
+            port = self.port or _free_port()
+            self._log = open(self.directory / "redis.log", "ab")  # noqa: SIM115 - closed in stop()
+            self.process = subprocess.Popen(
+                [
+                    *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+                    *("--save", "", "--appendonly", "no", "--dir", str(self.directory)),
+                ],
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+            )
+            wait_until(
+                lambda port=port: not self.alive() or _answers_ping(port),
+                what="the private Redis to answer",
+                log=self.log,
+            )
+            if self.alive():
+                self.port = port
+                return self
+            self.stop()
+        raise AssertionError(f"the private Redis did not start\n{self.log()[-3000:]}")
+
+    def stop(self) -> None:
+        """Stop this server (its own process, by its id) and wait until it is gone."""
+        import subprocess
+
+        if self.alive():
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=HANG_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), 5) as connection:
+            connection.sendall(b"PING\r\n")
+            return connection.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A started :class:`PrivateRedis`, stopped after the test whatever happened."""
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    server = PrivateRedis(directory).start()
+    yield server
+    server.stop()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def service_env(**extra: str) -> dict[str, str]:
+    """The environment of a process the test starts (a worker, a web process): this one's,
+    with the test settings and the test database (DATABASE_URL rewritten to it)."""
+    from django.db import connection
+
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
+    settings_dict = connection.settings_dict
+    if connection.vendor == "postgresql":
+        env["DATABASE_URL"] = (
+            f"postgres://{settings_dict['USER']}@{settings_dict['HOST']}:"
+            f"{settings_dict['PORT']}/{settings_dict['NAME']}"
+        )
+    env.update(extra)
+    return env
 
 
 @pytest.fixture
 def celery_workers(tmp_path):
     """Start real Celery workers: ``start(**env)`` returns a :class:`Worker`. Workers use
     the test database (DATABASE_URL is rewritten to it) and are stopped afterwards."""
-    from pathlib import Path
-
-    from django.db import connection
-
-    root = Path(__file__).resolve().parent.parent
     started: list[Worker] = []
 
     def start(**extra: str) -> Worker:
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
-        settings_dict = connection.settings_dict
-        if connection.vendor == "postgresql":
-            env["DATABASE_URL"] = (
-                f"postgres://{settings_dict['USER']}@{settings_dict['HOST']}:"
-                f"{settings_dict['PORT']}/{settings_dict['NAME']}"
-            )
-        env.update(extra)
-        worker = Worker(root, env, tmp_path / f"worker-{len(started)}.log")
+        worker = Worker(ROOT, service_env(**extra), tmp_path / f"worker-{len(started)}.log")
         started.append(worker)
         return worker
 

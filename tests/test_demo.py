@@ -59,3 +59,50 @@ def test_anonymous_visitors_are_sent_to_login(client):
     response = client.get(reverse("home"))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
+
+
+def test_loading_the_demo_again_leaves_a_frozen_study_as_it_is(capsys):
+    from audit.archive.models import Unit
+    from audit.partitions.services import study_freeze
+
+    load()
+    study = Study.objects.get(slug="demo-source-risk")
+    Unit.objects.filter(study=study).update(partition="calibration")
+    study_freeze(study=study, user=get_user_model().objects.get(username="researcher"))
+    before = Tuple.objects.count()
+    capsys.readouterr()
+
+    load()
+
+    assert "study demo-source-risk: frozen, left as it is" in capsys.readouterr().out
+    assert Tuple.objects.count() == before
+
+
+def test_missing_and_forbidden_pages_are_the_sites_own(client, django_user_model):
+    load()
+    client.force_login(django_user_model.objects.get(username="annotator1"))
+
+    missing = client.get("/no/such/page/")
+    forbidden = client.get(reverse("study-partitions", args=["demo-source-risk"]))
+
+    assert missing.status_code == 404
+    assert "Nothing here" in missing.content.decode()
+    assert forbidden.status_code == 403
+    assert "Not allowed" in forbidden.content.decode()
+    for page in (missing, forbidden):
+        body = page.content.decode()
+        assert "Claimgate" in body
+        assert "URLconf" not in body
+        assert "Traceback" not in body
+
+
+def test_the_demo_settings_show_no_debug_pages():
+    import importlib
+
+    from django.conf import settings as active
+
+    dev = importlib.import_module("config.settings.dev")
+    assert dev.DEBUG is False
+    assert dev.CLAIMGATE_DEMO is True
+    assert "whitenoise.middleware.WhiteNoiseMiddleware" in dev.MIDDLEWARE
+    assert active.DEBUG is False

@@ -70,7 +70,10 @@ def adjudication_queue_of(*, study: Study, user: Any) -> tuple[list[Unit], Queue
     """The disputed units ``user`` may adjudicate, highest priority first, and the study's
     counts by state. Three queries, whatever the study's size."""
     by_state = dict(
-        Unit.objects.filter(study=study)
+        Unit.objects.filter(
+            study=study,
+            state__in=(UnitState.DISPUTED, UnitState.ADJUDICATED, UnitState.AGREED),
+        )
         .values_list("state")
         .annotate(n=Count("pk"))
         .values_list("state", "n")

@@ -30,7 +30,6 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
@@ -47,10 +46,12 @@ from annotator.labelling.services import (
     AnnotationError,
     DraftConflict,
     StaleRevision,
+    SubmissionIdReused,
     assignment_next,
     draft_save,
     label_submit,
 )
+from annotator.labelling.throttling import SubmitThrottle
 from audit.archive.models import CodebookUnit
 
 INVALID_IF_MATCH = "invalid_if_match"
@@ -485,8 +486,6 @@ class DraftSaveApi(AnnotatorApi):
 class LabelsApi(AnnotatorApi):
     """Your revisions of one unit (GET) and submissions (POST). Only POST is throttled."""
 
-    throttle_scope = "submit"
-
     class AssistedInput(serializers.Serializer):
         model = serializers.CharField(max_length=ASSISTED_MODEL_MAX)
 
@@ -546,7 +545,7 @@ class LabelsApi(AnnotatorApi):
 
     def get_throttles(self) -> list[Any]:
         if self.request.method == "POST":
-            return [ScopedRateThrottle()]
+            return [SubmitThrottle()]
         return super().get_throttles()
 
     @extend_schema(
@@ -596,6 +595,11 @@ class LabelsApi(AnnotatorApi):
                 {"reason": exc.code, "message": exc.message, "latest": latest},
                 status=status.HTTP_409_CONFLICT,
                 headers=headers,
+            )
+        except SubmissionIdReused as exc:
+            return Response(
+                {"reason": exc.code, "message": exc.message, "latest": None},
+                status=status.HTTP_409_CONFLICT,
             )
         except AnnotationError as exc:
             return _error(exc, status.HTTP_400_BAD_REQUEST)

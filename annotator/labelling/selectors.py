@@ -84,9 +84,16 @@ def annotator_progress(*, study: Study, annotator: Any) -> Progress:
     )
 
 
-def assignments_of(*, study: Study, annotator: Any) -> list[Assignment]:
-    return list(
+def assignments_of(
+    *, study: Study, annotator: Any, offset: int = 0, limit: int | None = None
+) -> list[Assignment]:
+    """The annotator's own assignments, newest first: ``limit`` of them from ``offset``
+    (all when ``limit`` is None). One query."""
+    rows = (
         Assignment.objects.filter(study=study, annotator=annotator)
         .select_related("unit__observation__query")
         .order_by("-id")
     )
+    if limit is not None:
+        rows = rows[offset : offset + limit]
+    return list(rows)

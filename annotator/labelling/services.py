@@ -32,6 +32,12 @@ class LabelRefused(AnnotationError):
     """The record contract refused the submitted annotation (reason code of the checker)."""
 
 
+class SubmissionIdReused(AnnotationError):
+    """A ``client_submission_id`` already used for a label on another assignment."""
+
+    code = "submission_id_reused"
+
+
 class StaleRevision(AnnotationError):
     """The submission edits a revision that is no longer the latest one."""
 
@@ -66,6 +72,13 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     On PostgreSQL the candidate unit is locked with FOR UPDATE SKIP LOCKED, so that two
     annotators asking at the same moment never take the last slot of one unit together;
     the loser simply gets the next unit. (SQLite serializes writers anyway.)
+
+    The lowest such unit is looked for once per number of slots already taken (0 … k-1),
+    each an ordered walk of the ``unit_queue`` index (study, assigned_count, id) that
+    starts at the first unit with that count: the study's full units, however many, are
+    never read (one ``assigned_count < k`` walk in id order would step over every one of
+    them, from the table's start). The candidates found but not taken stay locked only
+    until this transaction ends.
     """
     unfinished = (
         Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
@@ -75,13 +88,18 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     if unfinished is not None:
         return unfinished
     with transaction.atomic():
-        unit = (
-            Unit.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(study=study, assigned_count__lt=study.overlap)
-            .exclude(assignments__annotator=annotator)
-            .order_by("id")
-            .first()
-        )
+        unit = None
+        for taken in range(study.overlap):
+            candidates = Unit.objects.select_for_update(skip_locked=True, of=("self",)).filter(
+                study=study, assigned_count=taken
+            )
+            if taken:
+                # A unit nobody holds (assigned_count counts its assignments) is nobody's:
+                # only the others need the anti-join, which reads this annotator's slots.
+                candidates = candidates.exclude(assignments__annotator=annotator)
+            candidate = candidates.order_by("id").first()
+            if candidate is not None and (unit is None or candidate.pk < unit.pk):
+                unit = candidate
         if unit is None:
             return None
         assignment = Assignment.objects.create(study=study, unit=unit, annotator=annotator)
@@ -151,6 +169,17 @@ def _annotation_from_input(
     return annotation
 
 
+def _replayed(label: Label, assignment: Assignment) -> Submission:
+    """The label a repeated submission id created — only on the assignment it was made on:
+    answering with another unit's label would hand one unit's work to another."""
+    if label.assignment_id != assignment.pk:
+        raise SubmissionIdReused(
+            "this client_submission_id was already used for a submission on another "
+            "assignment; send a new id for every submission"
+        )
+    return Submission(label=label, replayed=True)
+
+
 def label_submit(
     *,
     assignment: Assignment,
@@ -176,7 +205,7 @@ def label_submit(
         annotator_id=assignment.annotator_id, client_submission_id=submission_id
     ).first()
     if replay is not None:
-        return Submission(label=replay, replayed=True)
+        return _replayed(replay, assignment)
 
     study = Study.objects.select_related("codebook").get(pk=assignment.study_id)
     with transaction.atomic():
@@ -227,7 +256,7 @@ def label_submit(
                 annotator_id=assignment.annotator_id, client_submission_id=submission_id
             ).first()
             if replay is not None:
-                return Submission(label=replay, replayed=True)
+                return _replayed(replay, assignment)
             raise StaleRevision(
                 "another submission of this revision was accepted first", head=head
             ) from None

@@ -7,6 +7,7 @@ annotator's labels or identity, the overlap k, a unit's priority or state, or a 
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from functools import wraps
@@ -44,12 +45,16 @@ from annotator.labelling.services import (
     DraftConflict,
     LabelRefused,
     StaleRevision,
+    SubmissionIdReused,
     assignment_next,
     draft_save,
     label_submit,
 )
+from annotator.labelling.throttling import submit_wait
 from audit.archive.models import CodebookUnit
 
+#: How many of an annotator's items the start page lists at once (newest first).
+START_PAGE_SIZE = 50
 TEMPLATES = {
     CodebookUnit.TUPLE: "annotator/form_source_risk.html",
     CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
@@ -88,11 +93,25 @@ def annotate_start(request: HttpRequest, slug: str) -> HttpResponse:
         messages.info(request, "Nothing is left for you to annotate in this study. Thank you!")
         return redirect("annotate-start", slug=study.slug)
     progress = annotator_progress(study=study, annotator=request.user)
+    # One page of the annotator's items, newest first: after thousands of labels the
+    # whole list would be thousands of rows on every visit.
+    pages = max(1, math.ceil(progress.assigned / START_PAGE_SIZE))
+    page = request.GET.get("page", "1")
+    page = min(int(page), pages) if page.isdigit() and int(page) > 0 else 1
     context = {
         "study": study,
         "forget_storage": request.session.pop("forget_storage", None),
         "progress": progress,
-        "assignments": assignments_of(study=study, annotator=request.user),
+        "assignments": assignments_of(
+            study=study,
+            annotator=request.user,
+            offset=(page - 1) * START_PAGE_SIZE,
+            limit=START_PAGE_SIZE,
+        ),
+        "page": page,
+        "pages": pages,
+        "previous_page": page - 1 if page > 1 else None,
+        "next_page": page + 1 if page < pages else None,
     }
     return render(request, "annotator/start.html", context)
 
@@ -232,6 +251,19 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
     template = TEMPLATES[assignment.study.codebook.unit]
     form = SubmitForm(request.POST)
+    wait = submit_wait(request.user.pk)
+    if wait is not None:
+        seconds = max(1, math.ceil(wait))
+        sentence = (
+            f"Too many submissions in a short time; nothing was stored. Your work is still "
+            f"here: submit again in {seconds} second{'s' if seconds != 1 else ''}."
+        )
+        context = _form_context(
+            assignment, submitted=form.raw_annotation, error=("throttled", sentence)
+        )
+        response = render(request, template, context, status=429)
+        response["Retry-After"] = str(seconds)
+        return response
     if not form.is_valid():
         context = _form_context(
             assignment, submitted=form.raw_annotation, error=error_sentence(form)
@@ -252,6 +284,9 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
             error=(exc.code, _STALE_SENTENCE),
             stale=True,
         )
+        return render(request, template, context, status=409)
+    except SubmissionIdReused as exc:
+        context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
         return render(request, template, context, status=409)
     except (LabelRefused, AnnotationError) as exc:
         context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))

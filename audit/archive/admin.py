@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest
 
 from audit.archive.models import (
@@ -35,6 +36,26 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ("slug", "title", "codebook", "overlap", "created_at")
     search_fields = ("slug", "title")
     readonly_fields = ("codebook", "created_at", "created_by")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Study | None = None) -> bool:
+        """A study with labels, ledger entries, releases or a freeze is never deleted (the
+        database protects them), so the admin does not offer it: its confirmation page
+        would first read and list every one of those rows (minutes at 10^5 tuples)."""
+        if obj is not None and (
+            obj.labels.exists() or obj.ledger.exists() or obj.releases.exists() or _frozen(obj)
+        ):
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+def _frozen(study: Study) -> bool:
+    """Whether the study has a freeze, read through its reverse relation (the archive does
+    not import the partitions capability that defines it)."""
+    try:
+        study.freeze  # noqa: B018
+    except ObjectDoesNotExist:
+        return False
+    return True
 
 
 @admin.register(Codebook)

@@ -299,7 +299,12 @@ class Unit(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "digest"], name="unit_unique_in_study"),
         ]
-        indexes = [models.Index(fields=["study", "assigned_count", "id"], name="unit_queue")]
+        indexes = [
+            models.Index(fields=["study", "assigned_count", "id"], name="unit_queue"),
+            # Adjudication queue and counts by state: the disputed, agreed and adjudicated
+            # units of a study without reading its open ones.
+            models.Index(fields=["study", "state"], name="unit_study_state"),
+        ]
 
     def __str__(self) -> str:
         return f"unit {self.pk} ({self.digest[:12]})"

@@ -20,6 +20,8 @@ DUPLICATE_TUPLE = "duplicate_tuple"
 DUPLICATE_OBSERVATION = "duplicate_observation"
 TOO_MANY_LINES = "too_many_lines"
 STUDY_FROZEN = "study_frozen"
+INVALID_TEXT = "invalid_text"  # a NUL or an unpaired surrogate in a string or key
+TOO_DEEP = "too_deep"  # arrays or objects nested deeper than audit.contract.texts.MAX_DEPTH
 
 # --- stage 1: required fields and digests --------------------------------------------
 MISSING_FIELD = "missing_field"

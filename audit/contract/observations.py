@@ -39,6 +39,7 @@ from audit.contract.structure import (
     snapshot_matches,
     string,
 )
+from audit.contract.texts import MAX_DEPTH, check_parsed
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_LINES = 1_000_000
@@ -137,9 +138,15 @@ def decode_line(raw: bytes, *, max_line_bytes: int = MAX_LINE_BYTES) -> Any:
     try:
         if text.startswith("\ufeff"):  # as json.loads refuses it
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
+    except RecursionError:
+        raise ContractError(
+            codes.TOO_DEEP, f"the line nests arrays or objects more than {MAX_DEPTH} levels deep"
+        ) from None
     except ValueError as exc:
         raise ContractError(codes.MALFORMED_JSON, f"the line is not JSON: {exc}") from None
+    check_parsed(value, text)
+    return value
 
 
 def _header(

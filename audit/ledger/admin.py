@@ -3,12 +3,77 @@ claim boundary, the conformance runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from audit.archive.admin import ReadOnlyAdmin
-from audit.ledger.gate import claim_boundary
+from audit.contract import CHECKER_VERSION
+from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW
+from audit.ledger.gate import STAGES, claim_boundary
 from audit.ledger.models import ConformanceRun, LedgerEntry, StudyGate
+
+NONE = "none"
+
+
+class KnownValuesFilter(admin.SimpleListFilter):
+    """A list filter over values known in advance (``NONE`` for null): Django's default
+    filter for a plain field runs ``SELECT DISTINCT`` over the whole table on every
+    changelist, which the claim ledger (an entry per record) cannot afford."""
+
+    values: tuple[tuple[str, str], ...] = ()
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> tuple[tuple[str, str], ...]:
+        return self.values
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == NONE:
+            return queryset.filter(**{f"{self.parameter_name}__isnull": True})
+        return queryset.filter(**{self.parameter_name: value})
+
+
+class KindFilter(KnownValuesFilter):
+    title = "kind"
+    parameter_name = "kind"
+    values = (("independent", "independent"), ("consensus", "consensus"))
+    values += (("adjudicated", "adjudicated"),)
+
+
+class EndpointFilter(KnownValuesFilter):
+    title = "endpoint"
+    parameter_name = "endpoint"
+    values = (("1", "1"), ("0", "0"), (NONE, "U"))
+
+
+class ActionFilter(KnownValuesFilter):
+    title = "action"
+    parameter_name = "action"
+    values = (*((action, action) for action in (PASS, CONTEXTUALIZE, REVIEW, ABSTAIN)),)
+    values += ((NONE, "none (refused)"),)
+
+
+class StageFilter(KnownValuesFilter):
+    title = "stage"
+    parameter_name = "stage"
+    values = (*((stage, stage) for stage in STAGES), (NONE, "none"))
+
+
+class CheckerVersionFilter(KnownValuesFilter):
+    """This checker's version and every version the conformance suite ran against (a
+    small table), instead of the distinct versions of the whole ledger."""
+
+    title = "checker version"
+    parameter_name = "checker_version"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> tuple[tuple[str, str], ...]:
+        versions = set(ConformanceRun.objects.values_list("checker_version", flat=True))
+        return tuple((v, v) for v in sorted(versions | {CHECKER_VERSION}))
 
 
 @admin.register(LedgerEntry)
@@ -26,7 +91,15 @@ class LedgerEntryAdmin(ReadOnlyAdmin):
         "ok",
         "recorded_at",
     )
-    list_filter = ("study", "kind", "endpoint", "action", "stage", "ok", "checker_version")
+    list_filter = (
+        "study",
+        KindFilter,
+        EndpointFilter,
+        ActionFilter,
+        StageFilter,
+        "ok",
+        CheckerVersionFilter,
+    )
     search_fields = ("=record_digest", "=unit_digest", "=entry_hash", "record_digest")
     ordering = ("-seq",)
     list_select_related = ()

@@ -9,14 +9,12 @@ from typing import Any
 
 from django.http import HttpResponse
 
-#: A spreadsheet runs a cell that starts with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+from audit.contract.cells import spreadsheet_safe
 
 
 def csv_cell(value: Any) -> str:
     """A cell as text, with a leading apostrophe where a spreadsheet would see a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return spreadsheet_safe("" if value is None else str(value))
 
 
 def csv_response(rows: list[list[object]], file_name: str) -> HttpResponse:

@@ -126,7 +126,7 @@ class PartitionsApi(StrictQueryParams, APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         study = study_get_for_researcher(user=request.user, slug=slug)
-        overview = partition_overview(study=study)
+        overview = partition_overview(study=study, with_contents=False)
         data = {
             "study": study.slug,
             "frozen": overview.freeze is not None,

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.contract.canonical import canonical_digest
+from audit.contract.canonical import canonical_digest, canonical_digest_unchecked
 from audit.partitions.leakage import Leak, leakage, leakage_summary
 from audit.partitions.rules import (
     LEAKAGE,
@@ -24,8 +24,11 @@ from audit.partitions.rules import (
 
 
 def partition_digest(pairs: Iterable[tuple[str, str]]) -> str:
-    """Canonical digest of the sorted ``[unit digest, partition]`` list."""
-    return canonical_digest(sorted([digest, partition] for digest, partition in pairs))
+    """Canonical digest of the sorted ``[unit digest, partition]`` list. (A list of lists
+    of strings has no object keys to check: the unchecked serialization, same bytes.)"""
+    return canonical_digest_unchecked(
+        sorted([str(digest), str(partition)] for digest, partition in pairs)
+    )
 
 
 def pipelines_normal(pipelines: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -109,18 +112,41 @@ def freeze_contents(
     thresholds: Mapping[str, Any],
     units: Sequence[UnitGroups],
 ) -> FreezeContents:
-    pipelines = pipelines_normal(pipelines)
-    thresholds = dict(thresholds)
     assigned = [(u.digest, u.partition) for u in units if u.partition in PARTITIONS]
     counts = partition_counts(partition for _, partition in assigned)
+    return freeze_contents_of(
+        codebook_digest=codebook_digest,
+        pipelines=pipelines,
+        thresholds=thresholds,
+        partition_digest=partition_digest(assigned),
+        partition_counts={key: counts[key] for key in PARTITIONS},
+        unassigned=len(units) - len(assigned),
+        leaks=leakage(units),
+    )
+
+
+def freeze_contents_of(
+    *,
+    codebook_digest: str,
+    pipelines: Iterable[Mapping[str, str]],
+    thresholds: Mapping[str, Any],
+    partition_digest: str,
+    partition_counts: Mapping[str, int],
+    unassigned: int,
+    leaks: Sequence[Leak],
+) -> FreezeContents:
+    """:func:`freeze_contents` from the partition digest and counts, the number of
+    unassigned units and the leaks, however they were found."""
+    pipelines = pipelines_normal(pipelines)
+    thresholds = dict(thresholds)
     return FreezeContents(
         codebook_digest=codebook_digest,
         pipelines=pipelines,
         pipelines_digest=canonical_digest(pipelines),
         thresholds=thresholds,
         thresholds_digest=canonical_digest(thresholds),
-        partition_digest=partition_digest(assigned),
-        partition_counts={key: counts[key] for key in PARTITIONS},
-        unassigned=len(units) - len(assigned),
-        leaks=leakage(units),
+        partition_digest=partition_digest,
+        partition_counts={key: partition_counts[key] for key in PARTITIONS},
+        unassigned=unassigned,
+        leaks=list(leaks),
     )

@@ -15,6 +15,7 @@ from audit.partitions.rules import (
     GROUP_FIELDS,
     PARTITIONS,
     TEST,
+    GroupCount,
     UnitGroups,
 )
 
@@ -22,16 +23,27 @@ from audit.partitions.rules import (
 @dataclass(frozen=True)
 class Leak:
     """One value of a grouping field found in both partitions, with the units on each
-    side (digests, sorted)."""
+    side (digests, sorted). A page's leak may hold only the first digests of each side
+    (``calibration_units`` and ``test_units`` then count them all)."""
 
     field: str
     value: str
     calibration: tuple[str, ...]
     test: tuple[str, ...]
+    calibration_units: int | None = None  # None: len(calibration)
+    test_units: int | None = None  # None: len(test)
 
     @property
     def field_label(self) -> str:
         return FIELD_LABELS[self.field]
+
+    @property
+    def calibration_count(self) -> int:
+        return len(self.calibration) if self.calibration_units is None else self.calibration_units
+
+    @property
+    def test_count(self) -> int:
+        return len(self.test) if self.test_units is None else self.test_units
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,3 +84,23 @@ def leakage_summary(leaks: Sequence[Leak]) -> str:
         for name in GROUP_FIELDS
         if counts[name]
     )
+
+
+def leak_counts(groups: Iterable[GroupCount]) -> list[tuple[str, str, int, int]]:
+    """``(field, value, calibration units, test units)`` of every leaking group, in the
+    order of :func:`leakage` (field order, then value)."""
+    sides: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for group in groups:
+        if group.partition not in PARTITIONS:
+            continue
+        side = PARTITIONS.index(group.partition)
+        for name in GROUP_FIELDS:
+            value = group.value(name)
+            if value is not None:
+                sides[(name, value)][side] += group.units
+    leaks = [
+        (name, value, calibration, test)
+        for (name, value), (calibration, test) in sides.items()
+        if calibration and test
+    ]
+    return sorted(leaks, key=lambda leak: (GROUP_FIELDS.index(leak[0]), leak[1]))

@@ -197,7 +197,7 @@ def partition_counts(partitions: Iterable[str | None]) -> dict[str, int]:
     return {key: counts.get(key, 0) for key in (*PARTITIONS, UNASSIGNED)}
 
 
-def group_counts(units: Iterable[UnitGroups]) -> dict[str, dict[str, int]]:
+def group_counts(units: Iterable[UnitGroups | GroupCount]) -> dict[str, dict[str, int]]:
     """How many distinct values of each grouping field each partition holds."""
     seen: dict[str, dict[str, set[str]]] = {
         key: {name: set() for name in GROUP_FIELDS} for key in (*PARTITIONS, UNASSIGNED)
@@ -219,4 +219,41 @@ def values_present(units: Iterable[UnitGroups]) -> dict[str, list[tuple[str, int
             value = unit.value(name)
             if value is not None:
                 counts[name][value] += 1
+    return {name: sorted(counter.items()) for name, counter in counts.items()}
+
+
+# --- the same counts from grouped rows (a study's page, without a row per unit) ---------
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """How many units of one partition (None: unassigned) share one combination of
+    grouping values: what ``GROUP BY`` gives instead of one ``UnitGroups`` per unit."""
+
+    partition: str | None
+    target_family: str
+    domain: str
+    template_id: str | None
+    units: int
+
+    def value(self, name: str) -> str | None:
+        return getattr(self, name)
+
+
+def partition_counts_of(groups: Iterable[GroupCount]) -> dict[str, int]:
+    """:func:`partition_counts` from grouped rows."""
+    counts: Counter[str] = Counter()
+    for group in groups:
+        counts[group.partition if group.partition in PARTITIONS else UNASSIGNED] += group.units
+    return {key: counts.get(key, 0) for key in (*PARTITIONS, UNASSIGNED)}
+
+
+def values_present_of(groups: Iterable[GroupCount]) -> dict[str, list[tuple[str, int]]]:
+    """:func:`values_present` from grouped rows."""
+    counts: dict[str, Counter[str]] = {name: Counter() for name in GROUP_FIELDS}
+    for group in groups:
+        for name in GROUP_FIELDS:
+            value = group.value(name)
+            if value is not None:
+                counts[name][value] += group.units
     return {name: sorted(counter.items()) for name, counter in counts.items()}

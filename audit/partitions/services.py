@@ -20,25 +20,40 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import connection, transaction
+from django.db.models import Count, F, Window
+from django.db.models.functions import RowNumber
 
 from annotator.labelling.models import Label
 from annotator.memberships.models import Membership
 from audit.archive import bulk
 from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, Study, Tuple, Unit
 from audit.partitions.files import LineProblem, file_assignment, parse_partition_file
-from audit.partitions.freeze import FreezeContents, freeze_contents, thresholds_problems
-from audit.partitions.leakage import Leak, leakage
+from audit.partitions.freeze import (
+    FreezeContents,
+    freeze_contents,
+    freeze_contents_of,
+    partition_digest,
+    thresholds_problems,
+)
+from audit.partitions.leakage import Leak, leak_counts, leakage
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import (
+    CALIBRATION,
+    GROUP_FIELDS,
+    PARTITIONS,
+    TEST,
+    UNASSIGNED,
+    GroupCount,
     Rule,
     RuleError,
     UnitGroups,
     group_counts,
     partition_counts,
+    partition_counts_of,
     rule_assign,
     rule_check,
     rule_test_values,
-    values_present,
+    values_present_of,
     with_partitions,
 )
 
@@ -95,28 +110,126 @@ class PartitionOverview:
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
 
 
-def partition_overview(*, study: Study) -> PartitionOverview:
+def partition_overview(
+    *,
+    study: Study,
+    leaks_shown: int | None = None,
+    units_shown: int | None = None,
+    with_contents: bool = True,
+) -> PartitionOverview:
     """Counts per partition, the leakage report, and the freeze or what a freeze would
-    record now: three queries (the study's codebook already loaded)."""
-    units = partition_units(study=study)
+    record now (the study's codebook already loaded), in about six queries.
+
+    Counts come from one grouped query (a row per combination of grouping values, not
+    per unit). Every leak has its unit counts; the first ``leaks_shown`` (None: all) also
+    hold the digests of their units, the first ``units_shown`` per side (None: all). The
+    freeze preview (``with_contents``) reads the (digest, partition) pairs for its digest.
+    """
+    groups = _group_counts(study)
+    counts = partition_counts_of(groups)
+    leaks = _leaks(study, leak_counts(groups), leaks_shown, units_shown)
     freeze = study_freeze_get(study=study)
     contents = None
-    if freeze is None:
-        contents = freeze_contents(
+    if freeze is None and with_contents:
+        contents = freeze_contents_of(
             codebook_digest=study.codebook.digest,
             pipelines=_pipelines_in_use(study),
             thresholds=study.thresholds or {},
-            units=units,
+            partition_digest=_partition_digest(study),
+            partition_counts=counts,
+            unassigned=counts[UNASSIGNED],
+            leaks=leaks,
         )
     return PartitionOverview(
-        counts=partition_counts(unit.partition for unit in units),
-        groups=group_counts(units),
-        leaks=leakage(units),
-        values=values_present(units),
-        total=len(units),
+        counts=counts,
+        groups=group_counts(groups),
+        leaks=leaks,
+        values=values_present_of(groups),
+        total=sum(counts.values()),
         freeze=freeze,
         contents=contents,
     )
+
+
+def _partition_digest(study: Study) -> str:
+    """``partition_digest`` of the study's assigned units. On PostgreSQL the database
+    hashes the canonical text itself (the same bytes: code point order, JSON strings),
+    so that 10^5 pairs never travel to be sorted and serialized for a page."""
+    assigned = Unit.objects.filter(study=study, partition__in=PARTITIONS)
+    if connection.vendor != "postgresql":
+        return partition_digest(assigned.values_list("digest", "partition"))
+    pair = "'[' || to_json(digest)::text || ',' || to_json(partition)::text || ']'"
+    order = 'digest COLLATE "C", partition COLLATE "C"'
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT encode(sha256(convert_to("  # noqa: S608 (no input in the text)
+            f"'[' || coalesce(string_agg({pair}, ',' ORDER BY {order}), '') || ']', "
+            f"'UTF8')), 'hex') FROM {Unit._meta.db_table} "
+            "WHERE study_id = %s AND partition = ANY(%s)",
+            [study.pk, list(PARTITIONS)],
+        )
+        return cursor.fetchone()[0]
+
+
+_GROUP_PATHS = {name: f"observation__query__{name}" for name in GROUP_FIELDS}
+
+
+def _group_counts(study: Study) -> list[GroupCount]:
+    """Units per (partition, target family, domain, template): one grouped query, a row
+    per combination present instead of a row per unit."""
+    rows = (
+        Unit.objects.filter(study=study)
+        .order_by()
+        .values("partition", *_GROUP_PATHS.values())
+        .annotate(units=Count("id"))
+        .values_list("partition", *_GROUP_PATHS.values(), "units")
+    )
+    return [
+        GroupCount(partition=p, target_family=f, domain=d, template_id=t, units=n)
+        for p, f, d, t, n in rows
+    ]
+
+
+def _leaks(
+    study: Study,
+    counts: Sequence[tuple[str, str, int, int]],
+    leaks: int | None,
+    units: int | None,
+) -> list[Leak]:
+    """Leaks with their unit counts; the first ``leaks`` (None: all) of them also with
+    the first ``units`` (None: all) unit digests of each side, sorted (one query per
+    grouping field among them)."""
+    shown = counts if leaks is None else counts[:leaks]
+    if units is not None and units <= 0:
+        shown = []
+    digests: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for name in GROUP_FIELDS:
+        values = [value for field_name, value, _, _ in shown if field_name == name]
+        if not values:
+            continue
+        path = _GROUP_PATHS[name]
+        rows = Unit.objects.filter(study=study, partition__in=PARTITIONS, **{f"{path}__in": values})
+        if units is not None:
+            rows = rows.annotate(
+                rank=Window(
+                    RowNumber(), partition_by=[F(path), F("partition")], order_by=F("digest").asc()
+                )
+            ).filter(rank__lte=units)
+        for value, partition, digest in rows.values_list(path, "partition", "digest"):
+            digests[(name, value, partition)].append(digest)
+    complete = units is None
+    return [
+        Leak(
+            name,
+            value,
+            tuple(sorted(digests.get((name, value, CALIBRATION), ()))),
+            tuple(sorted(digests.get((name, value, TEST), ()))),
+            # A leak that lists all of its units counts them itself.
+            calibration_units=None if complete and number < len(shown) else calibration,
+            test_units=None if complete and number < len(shown) else test,
+        )
+        for number, (name, value, calibration, test) in enumerate(counts)
+    ]
 
 
 def latest_records(*, study: Study, digests: Iterable[str]) -> dict[str, str]:

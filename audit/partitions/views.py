@@ -73,9 +73,9 @@ def leak_rows(study: Study, leaks: list[Leak]) -> list[LeakRow]:
             field_label=leak.field_label,
             value=leak.value,
             calibration=[(d, records.get(d)) for d in leak.calibration[:UNITS_SHOWN]],
-            calibration_more=max(len(leak.calibration) - UNITS_SHOWN, 0),
+            calibration_more=max(leak.calibration_count - UNITS_SHOWN, 0),
             test=list(leak.test[:UNITS_SHOWN]),
-            test_more=max(len(leak.test) - UNITS_SHOWN, 0),
+            test_more=max(leak.test_count - UNITS_SHOWN, 0),
         )
         for leak in shown
     ]
@@ -94,7 +94,7 @@ def _page(
     freeze_form: FreezeForm | None = None,
     version_form: StudyVersionForm | None = None,
 ) -> HttpResponse:
-    overview = partition_overview(study=study)
+    overview = partition_overview(study=study, leaks_shown=LEAKS_SHOWN, units_shown=UNITS_SHOWN)
     thresholds_text = json.dumps(study.thresholds or {}, indent=2, sort_keys=True)
     context: dict[str, Any] = {
         "study": study,

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from audit.contract.canonical import canonical_json, canonical_text_unchecked, encode_string
+from audit.contract.cells import spreadsheet_safe
 from audit.contract.endpoint import VERDICTS
 
 FORMAT_VERSION = 1
@@ -84,7 +85,6 @@ ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 #: A study slug or release name: letters, digits, ``-`` and ``_`` (Django's slug), never
 #: empty, never starting with a dot or a dash; nothing that could walk out of a folder.
 _SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,79}")
-_CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
 class BundlePathError(ValueError):
@@ -212,11 +212,7 @@ def _cell_text(value: Any, kind: str) -> str:
         return repr(value)
     else:
         text = str(value)
-    return "'" + text if text.startswith(_CSV_TRIGGERS) else text
-
-
-def _escape(text: str) -> str:
-    return "'" + text if text.startswith(_CSV_TRIGGERS) else text
+    return spreadsheet_safe(text)
 
 
 def csv_cell(value: Any, kind: str = "string") -> str:
@@ -264,7 +260,7 @@ class CsvWriter:
     def write_texts(self, row: Mapping[str, Any], texts: Mapping[str, str]) -> None:
         self.writer.writerow(
             [
-                _escape(texts[name])
+                spreadsheet_safe(texts[name])
                 if kind == "json" and row[name] is not None
                 else _cell_text(row[name], kind)
                 for name, kind in self.columns

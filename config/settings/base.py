@@ -2,6 +2,8 @@
 
 DATABASE_URL       default: an SQLite file next to manage.py (the embedded default)
 CELERY_BROKER_URL  unset: Celery runs tasks eagerly in the web process
+CACHE_URL          redis://… shared by every web process (rate limits); unset: local memory,
+                   for the embedded default only (production.py refuses it)
 SECRET_KEY         required when DEBUG is off (see production.py)
 ALLOWED_HOSTS      comma-separated
 LOGIN_FAILURE_LIMIT     failed logins per username and address before a lockout (5)
@@ -171,6 +173,21 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
 RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT") or BASE_DIR / "var" / "releases")
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", str(64 * 1024 * 1024)))
 
+# The cache holds the submit rate limit (annotator.throttling), so every web process must
+# share it: Redis in a deployment. Local memory counts per process: the embedded demo only.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "claimgate"),
+        }
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
@@ -237,5 +254,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # django-axes says "BEGIN version …" at every start: noise before the demo's logins.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

@@ -15,6 +15,13 @@ if not SECRET_KEY or SECRET_KEY == INSECURE_DEFAULT_SECRET_KEY or len(SECRET_KEY
         "(for example: python -c 'import secrets; print(secrets.token_urlsafe(64))')."
     )
 
+if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):  # noqa: F405
+    raise ImproperlyConfigured(
+        "CACHE_URL must name a Redis server shared by every web process in production "
+        "(for example redis://127.0.0.1:6379/1): the submit rate limit is counted there, and "
+        "a per-process cache would multiply it by the number of processes."
+    )
+
 # Static files served by the app process itself (no separate web server needed).
 MIDDLEWARE = [MIDDLEWARE[0], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[1:]]  # noqa: F405
 

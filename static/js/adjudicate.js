@@ -132,6 +132,9 @@
     const data = JSON.parse(node.textContent);
     const isTuple = data.unit === "tuple";
     const columns = data.columns || [];
+    // A selection made while the page loaded: setting the texts and drawing the highlights
+    // replace the text nodes it lies in, so it is taken here and given back at the end.
+    const early = Spans.selectionWithin(document.querySelectorAll("[data-snapshot]"));
     const snapshots = ClaimgateSpans.attachSnapshots(data);
     const viewGroup = document.getElementById("highlight-view");
     let buildFinal = function () {
@@ -158,11 +161,15 @@
     }
     if (!data.editable) {
       highlight();
+      Spans.reselect(early);
       return;
     }
     const editor = createEditor(data, snapshots, highlight);
     buildFinal = editor.annotation;
     editor.update();
+    if (Spans.reselect(early)) {
+      editor.selectionChanged();
+    }
   }
 
   function createEditor(data, snapshots, highlight) {
@@ -601,7 +608,15 @@
 
     // --- adding a span from a selection (spans.js converts the offsets) --------------------
 
+    // The selection the toolbar shows; the toolbar attaches the live selection when there is
+    // one (what the person sees selected), this one only when the live one is gone.
     let selection = null;
+    let selectionTimer = null;
+    // While the mouse button is down the person is still dragging: a toolbar shown then (for
+    // half a selection) would sit under the pointer, be dragged into the selection, or be
+    // clicked with the half selection. It is hidden when a press starts and shown once the
+    // selection is made.
+    let dragging = false;
 
     function readSelection() {
       const sel = window.getSelection();
@@ -623,44 +638,73 @@
       return span ? { span: span, rect: range.getBoundingClientRect() } : null;
     }
 
+    function hideToolbar() {
+      toolbar.hidden = true;
+      selection = null;
+    }
+
+    function showToolbar(found) {
+      selection = found;
+      toolbar.hidden = false;
+      const top = window.scrollY + found.rect.bottom + 6;
+      const left = Math.max(8, Math.min(window.scrollX + found.rect.left, window.scrollX + document.documentElement.clientWidth - toolbar.offsetWidth - 8));
+      toolbar.style.top = top + "px";
+      toolbar.style.left = left + "px";
+    }
+
     function selectionChanged() {
       if (!toolbar) {
         return;
       }
-      window.setTimeout(function () {
-        const found = readSelection();
-        if (!found) {
-          if (!toolbar.contains(document.activeElement)) {
-            toolbar.hidden = true;
-          }
+      // One pending read: the latest change decides, whatever order timers run in.
+      window.clearTimeout(selectionTimer);
+      selectionTimer = window.setTimeout(function () {
+        if (dragging) {
           return;
         }
-        selection = found;
-        toolbar.hidden = false;
-        const top = window.scrollY + found.rect.bottom + 6;
-        const left = Math.max(8, Math.min(window.scrollX + found.rect.left, window.scrollX + document.documentElement.clientWidth - toolbar.offsetWidth - 8));
-        toolbar.style.top = top + "px";
-        toolbar.style.left = left + "px";
+        const found = readSelection();
+        if (found) {
+          showToolbar(found);
+        } else if (!toolbar.contains(document.activeElement)) {
+          hideToolbar();
+        }
       }, 40);
     }
 
     if (toolbar) {
-      document.addEventListener("mouseup", selectionChanged);
-      document.addEventListener("keyup", function (event) {
-        if (event.shiftKey) {
+      document.addEventListener("selectionchange", selectionChanged);
+      document.addEventListener(
+        "mousedown",
+        function (event) {
+          if (toolbar.contains(event.target)) {
+            return; // a toolbar button: the selection stays (see below)
+          }
+          dragging = event.button === 0;
+          if (dragging) {
+            hideToolbar();
+          }
+        },
+        true,
+      );
+      document.addEventListener(
+        "mouseup",
+        function () {
+          dragging = false;
           selectionChanged();
-        }
-      });
+        },
+        true,
+      );
       toolbar.addEventListener("mousedown", function (event) {
         event.preventDefault(); // keep the selection while a button is pressed
       });
       toolbar.addEventListener("click", function (event) {
         const button = event.target.closest("[data-attach]");
-        if (!button || !selection) {
+        const found = readSelection() || selection;
+        if (!button || !found) {
           return;
         }
         const judgment = button.dataset.attach;
-        const span = selection.span;
+        const span = found.span;
         const key = spanKey(span);
         state.removed[judgment] = (state.removed[judgment] || []).filter(function (k) {
           return k !== key;
@@ -670,8 +714,7 @@
           added.push(span);
         }
         state.added[judgment] = added;
-        selection = null;
-        toolbar.hidden = true;
+        hideToolbar();
         const sel = window.getSelection();
         if (sel) {
           sel.removeAllRanges();
@@ -680,7 +723,7 @@
       });
       document.addEventListener("keydown", function (event) {
         if (event.key === "Escape" && !toolbar.hidden) {
-          toolbar.hidden = true;
+          hideToolbar();
         }
       });
     }
@@ -702,7 +745,7 @@
 
     state = initialState();
     applyState();
-    return { annotation: annotation, update: update };
+    return { annotation: annotation, update: update, selectionChanged: selectionChanged };
   }
 
   if (document.readyState === "loading") {

@@ -114,9 +114,16 @@
     let ackedJson = null; // the payload the server last confirmed
     let inflightJson = null;
     let submission = null; // the submit guard (submit.js), set up below
+    // An autosave on its way when the label is submitted could reach the server after the
+    // submission and bring back the draft it deleted: the submission waits for its answer.
+    let saving = false;
     let selection = null; // the last selection inside one snapshot
     const selectionListeners = [];
 
+    // A selection made while the page loaded: setting the texts and drawing the highlights
+    // replace the text nodes it lies in, so it is taken here and given back once the form
+    // runs (see run).
+    const early = Spans.selectionWithin(document.querySelectorAll("[data-snapshot]"));
     // Each snapshot element shows exactly its text (set again from the byte-exact JSON).
     const snapshots = ClaimgateSpans.attachSnapshots(data);
 
@@ -189,6 +196,9 @@
     draftForm.addEventListener("htmx:configRequest", function () {
       inflightJson = payloadInput.value;
     });
+    draftForm.addEventListener("htmx:beforeSend", function () {
+      saving = true;
+    });
     draftForm.addEventListener("htmx:afterRequest", function (event) {
       const xhr = event.detail.xhr;
       const status = xhr ? xhr.status : 0;
@@ -215,6 +225,8 @@
       } else if (status >= 500) {
         setStatus("Not stored: server error " + status + ". Your work is kept in this browser.", "draft-bad");
       }
+      saving = false;
+      submission.release();
     });
     statusBox.addEventListener("click", function (event) {
       const button = event.target.closest("[data-draft-action]");
@@ -354,6 +366,9 @@
       problems: function () {
         return controller.problems(controller.collect());
       },
+      waiting: function () {
+        return saving; // sent by the autosave's htmx:afterRequest (release)
+      },
       prepare: function () {
         const state = controller.collect();
         annotationInput.value = JSON.stringify(controller.toAnnotation(state));
@@ -447,6 +462,9 @@
           controller.apply(data.head_state);
           changed();
         });
+      }
+      if (Spans.reselect(early)) {
+        selectionChanged();
       }
     }
 
@@ -801,6 +819,17 @@
         }
       },
       { capture: true, passive: true },
+    );
+    // A press elsewhere starts another selection (or ends this one): the toolbar goes until
+    // that one is made, so that it never offers a selection that is no longer there.
+    document.addEventListener(
+      "mousedown",
+      function (event) {
+        if (!toolbar.hidden && event.button === 0 && !toolbar.contains(event.target)) {
+          placeToolbar(null);
+        }
+      },
+      true,
     );
     toolbar.addEventListener("mousedown", function (event) {
       event.preventDefault(); // keep the selection while a button is pressed

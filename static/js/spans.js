@@ -273,6 +273,58 @@
   }
 
   /**
+   * The document's selection when it lies inside exactly one of `elements`, as UTF-16
+   * offsets of that element's text: {element, text, from, to}, or null. Taken before a
+   * script replaces the element's text nodes (setting its text, drawing highlights) and
+   * given back with `reselect`, so that a selection made while the page was still loading
+   * survives the page's start.
+   */
+  function selectionWithin(elements) {
+    const sel = window.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) {
+      return null;
+    }
+    const range = sel.getRangeAt(0);
+    const hits = Array.from(elements).filter(function (element) {
+      return range.intersectsNode(element);
+    });
+    const offsets = hits.length === 1 ? rangeOffsets(hits[0], range) : null;
+    if (!offsets) {
+      return null;
+    }
+    return { element: hits[0], text: hits[0].textContent, from: offsets[0], to: offsets[1] };
+  }
+
+  /** Select `saved` (from `selectionWithin`) again if its element still shows the same
+   * text; true when it did. */
+  function reselect(saved) {
+    if (!saved || !saved.element.isConnected || saved.element.textContent !== saved.text) {
+      return false;
+    }
+    const walker = saved.element.ownerDocument.createTreeWalker(saved.element, NodeFilter.SHOW_TEXT);
+    const range = saved.element.ownerDocument.createRange();
+    let seen = 0;
+    let started = false;
+    let node;
+    while ((node = walker.nextNode())) {
+      const length = node.data.length;
+      if (!started && saved.from < seen + length) {
+        range.setStart(node, saved.from - seen);
+        started = true;
+      }
+      if (started && saved.to <= seen + length) {
+        range.setEnd(node, saved.to - seen);
+        const sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        return true;
+      }
+      seen += length;
+    }
+    return false;
+  }
+
+  /**
    * Give every `[data-snapshot]` element exactly its text from the page's JSON data (the
    * HTML parser turns CR LF into LF; the JSON copy is byte-exact) and return the list of
    * {el, kind, digest, text}. Sources are told apart by `data-source-digest`.
@@ -308,5 +360,7 @@
     renderHighlights: renderHighlights,
     summarizeSupported: summarizeSupported,
     attachSnapshots: attachSnapshots,
+    selectionWithin: selectionWithin,
+    reselect: reselect,
   };
 });

@@ -43,6 +43,7 @@
     const errorsBox = options.errorsBox;
     let submitting = false;
     let forceSubmit = false;
+    let held = false;
 
     errorsBox.addEventListener("click", function (event) {
       if (event.target.closest('[data-action="submit-anyway"]')) {
@@ -64,17 +65,23 @@
         return;
       }
       forceSubmit = false;
-      options.prepare();
       submitting = true;
       button.disabled = true;
       button.setAttribute("aria-busy", "true");
       button.dataset.label = button.textContent;
       button.textContent = options.busyText;
+      if (options.waiting && options.waiting()) {
+        event.preventDefault();
+        held = true;
+        return;
+      }
+      options.prepare();
     });
 
     window.addEventListener("pageshow", function (event) {
       if (event.persisted) {
         submitting = false;
+        held = false;
         button.disabled = false;
         button.removeAttribute("aria-busy");
         if (button.dataset.label) {
@@ -93,6 +100,15 @@
     return {
       isSubmitting: function () {
         return submitting;
+      },
+      /** Send a held form (no submit event: its checks were made when it was pressed). */
+      release: function () {
+        if (!held) {
+          return;
+        }
+        held = false;
+        options.prepare();
+        form.submit();
       },
     };
   }

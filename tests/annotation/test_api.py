@@ -7,12 +7,10 @@ import json
 import uuid
 
 import pytest
-from django.conf import settings
 from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
 
 from annotator.labelling.models import Assignment, Draft, Label
 from annotator.labelling.selectors import unit_content
@@ -436,6 +434,26 @@ def test_draft_of_someone_elses_assignment_is_404(risk_study, people):
 # --- GET/POST /api/assignments/{id}/labels/ ----------------------------------------------
 
 
+def test_a_submission_id_reused_on_another_assignment_is_refused(risk_study, people):
+    first = take(risk_study, people["ann_a"])
+    client = api_as(people["ann_a"])
+    body = submit_body(first)
+    assert client.post(labels_url(first), body, format="json").status_code == 201
+    second = take(risk_study, people["ann_a"])
+    assert second.unit_id != first.unit_id
+
+    reused = client.post(
+        labels_url(second),
+        {**submit_body(second), "client_submission_id": body["client_submission_id"]},
+        format="json",
+    )
+
+    assert reused.status_code == 409
+    assert reused.json()["reason"] == "submission_id_reused"
+    assert reused.json()["latest"] is None
+    assert Label.objects.filter(assignment=second).count() == 0
+
+
 def test_submit_201_then_replay_200_with_the_same_label(risk_study, people):
     assignment = take(risk_study, people["ann_a"])
     client = api_as(people["ann_a"])
@@ -651,8 +669,11 @@ def test_a_former_annotator_no_longer_reaches_their_assignment(risk_study, peopl
     assert response.status_code == 404
 
 
-def test_submissions_are_throttled_with_the_submit_scope(risk_study, people, monkeypatch):
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"submit": "2/minute"})
+def test_submissions_are_throttled_with_the_submit_scope(risk_study, people, settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"submit": "2/minute"},
+    }
     assignment = take(risk_study, people["ann_a"])
     client = api_as(people["ann_a"])
     body = submit_body(assignment)

@@ -166,6 +166,39 @@ def test_the_start_page_reads_a_fixed_number_of_queries(
     assert response.content.decode().count('class="assignment-row"') == 4
 
 
+def test_the_start_page_lists_one_page_of_items_newest_first(
+    risk_study, people, ann_a, monkeypatch
+):
+    from annotator.labelling import views
+
+    monkeypatch.setattr(views, "START_PAGE_SIZE", 2)
+    url = reverse("annotate-start", args=[risk_study.slug])
+    mine = []
+    for _ in range(5):
+        assignment = assignment_next(study=risk_study, annotator=people["ann_a"])
+        label_submit(
+            assignment=assignment,
+            annotation=valid_annotation(assignment),
+            client_submission_id=uuid.uuid4(),
+            parent_digest=None,
+        )
+        mine.append(assignment)
+
+    def rows(page: str) -> list[int]:
+        body = ann_a.get(f"{url}?page={page}").content.decode()
+        return [int(pk) for pk in re.findall(r'data-assignment-id="(\d+)"', body)]
+
+    assert rows("1") == [mine[4].pk, mine[3].pk]
+    assert rows("2") == [mine[2].pk, mine[1].pk]
+    assert rows("3") == [mine[0].pk]
+    assert rows("99") == rows("3")  # past the end: the last page
+    assert rows("x") == rows("1")
+    body = ann_a.get(f"{url}?page=2").content.decode()
+    assert 'href="?page=1" rel="prev"' in body
+    assert 'href="?page=3" rel="next"' in body
+    assert 'id="progress-assigned">5<' in body  # the progress counts every item
+
+
 def test_the_study_page_links_annotators_to_their_page(risk_study, people):
     url = reverse("study-detail", args=[risk_study.slug])
     target = reverse("annotate-start", args=[risk_study.slug])

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from audit.contract import codes
-from tests.archive.builders import jsonl, observation
+from tests.archive.builders import HEADER, jsonl, observation
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +50,33 @@ def test_a_rejected_file_answers_400_with_every_bad_line(study, people):
     assert [(e["line"], e["reason"]) for e in body["errors"]] == [
         (3, codes.MALFORMED_JSON),
         (4, codes.NOT_AN_OBJECT),
+    ]
+    assert study.tuples.count() == 0
+
+
+def test_hostile_text_and_nesting_answer_400_with_their_codes(study, people):
+    url = reverse("api-study-import", args=[study.slug])
+    nul = observation(1)
+    nul["query"]["text"] = "Which router\x00 is best?"
+    surrogate = observation(2)
+    surrogate["sources"][0]["text"] = "review \udc00"
+    deep = "[" * 100_000 + "]" * 100_000
+    data = b"\n".join(
+        [
+            json.dumps(HEADER).encode(),
+            json.dumps(nul).encode(),
+            json.dumps(surrogate).encode(),
+            deep.encode(),
+        ]
+    )
+
+    response = api_as(people["researcher"]).post(url, {"file": upload(data)})
+
+    assert response.status_code == 400
+    assert [(e["line"], e["reason"]) for e in response.json()["errors"]] == [
+        (2, codes.INVALID_TEXT),
+        (3, codes.INVALID_TEXT),
+        (4, codes.TOO_DEEP),
     ]
     assert study.tuples.count() == 0
 

@@ -79,8 +79,24 @@ class Demo:
     users: dict
 
 
+@pytest.fixture(scope="session")
+def warm_live_server(live_server) -> str:
+    """The live server once it has answered a page: Django imports the URLconf (and with
+    it every view module) on the first request, which on a busy machine takes seconds,
+    and a browser's first navigation must not race that."""
+    from urllib.request import urlopen
+
+    from django.urls import reverse
+
+    reverse("login")  # imports the URLconf in this process, which the server thread shares
+    # A ceiling for a hung server, not a measure of speed.
+    with urlopen(live_server.url + reverse("login"), timeout=300) as response:  # noqa: S310
+        assert response.status == 200, response.status
+    return live_server.url
+
+
 @pytest.fixture
-def demo(live_server, transactional_db) -> Demo:
+def demo(warm_live_server, transactional_db) -> Demo:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
@@ -89,7 +105,7 @@ def demo(live_server, transactional_db) -> Demo:
     call_command("load_demo", "--allow-without-debug", stdout=io.StringIO())
     users = {user.username: user for user in get_user_model().objects.all()}
     studies = {study.slug: study for study in Study.objects.select_related("codebook")}
-    return Demo(url=live_server.url, studies=studies, users=users)
+    return Demo(url=warm_live_server, studies=studies, users=users)
 
 
 @dataclass

@@ -9,8 +9,11 @@ build a DOM Range over the element's text nodes, so a test can say "select
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 # Runs in the page. Maps code-point offsets in ``root``'s text (its textContent, which is
 # what an annotator sees, highlights included) to a (text node, UTF-16 offset) pair each
@@ -90,15 +93,37 @@ def select_text(page: Any, selector: str, start: int, end: int) -> str:
     return page.evaluate(_SELECT_JS, [selector, start, end])
 
 
+def drag_points(page: Any, selector: str, start: int, end: int) -> dict[str, dict[str, float]]:
+    """Where a mouse drag over code points ``[start, end)`` starts and ends (``from`` and
+    ``to``, each ``{x, y}`` in the viewport), after scrolling the element into view."""
+    install_range_helper(page)
+    return page.evaluate(_DRAG_POINTS_JS, [selector, start, end])
+
+
 def drag_select(page: Any, selector: str, start: int, end: int) -> str:
     """Select code points ``[start, end)`` with a real mouse drag (press, move, release)."""
-    install_range_helper(page)
-    points = page.evaluate(_DRAG_POINTS_JS, [selector, start, end])
+    points = drag_points(page, selector, start, end)
     page.mouse.move(points["from"]["x"], points["from"]["y"])
     page.mouse.down()
     page.mouse.move(points["to"]["x"], points["to"]["y"], steps=8)
     page.mouse.up()
     return page.evaluate("() => window.getSelection().toString()")
+
+
+def select_and_click(page: Any, selector: str, start: int, end: int, button: str) -> None:
+    """Select code points ``[start, end)`` and click ``button`` in one go, before the page
+    has had a moment to notice the new selection (a quick person on a slow machine)."""
+    install_range_helper(page)
+    page.evaluate(
+        """([selector, start, end, button]) => {
+          const range = window.__cgRange(document.querySelector(selector), start, end);
+          const selection = window.getSelection();
+          selection.removeAllRanges();
+          selection.addRange(range);
+          document.querySelector(button).click();
+        }""",
+        [selector, start, end, button],
+    )
 
 
 def clear_selection(page: Any) -> None:
@@ -190,10 +215,51 @@ def open_form(page: Any, assignment: Any) -> None:
     """Open an assignment's form and wait until its script has taken over (the snapshot
     texts are set from the page data and the draft status is shown)."""
     page.goto(f"/assignments/{assignment.pk}/")
+    wait_for_form(page)
+
+
+def wait_for_form(page: Any) -> None:
+    """Wait until the form's script has taken over the page (see ``open_form``)."""
     page.wait_for_function(
         "() => document.getElementById('draft-payload').value !== ''"
         " || !document.getElementById('restore-notice').hidden"
     )
+
+
+def autosave_of(page: Any, check: Callable[[dict[str, Any]], bool]) -> Any:
+    """Wait (a ``with`` block) for the answer to the autosave whose draft satisfies
+    ``check``: the one that carries a given change, not whichever autosave answers next
+    (on a busy machine an earlier one may still be on its way)."""
+
+    def carries(response: Any) -> bool:
+        request = response.request
+        if request.method != "POST" or not response.url.endswith("/draft"):
+            return False
+        payload = parse_qs(request.post_data or "").get("payload", [""])[0]
+        return bool(payload) and check(json.loads(payload))
+
+    return page.expect_response(carries)
+
+
+class HeldRequests:
+    """Requests to a URL pattern that the browser sends but the test holds back until
+    ``release()``: the page's state while they are on their way, made to last."""
+
+    def __init__(self, page: Any, pattern: str) -> None:
+        self.page = page
+        self.pattern = pattern
+        self.routes: list[Any] = []
+        page.route(pattern, self._hold)
+
+    def _hold(self, route: Any) -> None:
+        self.routes.append(route)
+
+    def release(self) -> None:
+        """Let the held requests go, and every later one straight through."""
+        held, self.routes = self.routes, []
+        for route in held:
+            route.continue_()
+        self.page.unroute(self.pattern, self._hold)
 
 
 def snapshot_selector(snapshot: str, digest: str | None = None) -> str:

@@ -17,10 +17,14 @@ from annotator.labelling.services import label_submit
 from audit.archive.models import Unit, UnitState
 from tests.annotation.annotations import source_risk
 from tests.browser.helpers import (
+    HeldRequests,
     assign,
+    drag_points,
     drag_select,
     expected_span,
     login_fast,
+    select_and_click,
+    select_text,
     snapshot_selector,
     texts_of,
     unit_where,
@@ -72,7 +76,8 @@ def test_the_adjudicator_resolves_a_disputed_unit(page, context, events, demo, d
     page.click('ul[data-judgment="passage_support"] button[data-remove-span]')
     expect(page.locator('ul[data-judgment="passage_support"] .removed')).to_have_count(1)
     start = texts["source"].index(NEEDLE)
-    drag_select(page, snapshot_selector("source"), start, start + len(NEEDLE))
+    assert drag_select(page, snapshot_selector("source"), start, start + len(NEEDLE)) == NEEDLE
+    expect(page.locator("#span-toolbar")).to_be_visible()
     page.click('#span-toolbar button[data-attach="I"]')
     expect(page.locator('ul[data-judgment="I"] .added')).to_contain_text(NEEDLE)
     page.check('input[name="pick-passage_support"][value="own"]')
@@ -95,3 +100,87 @@ def test_the_adjudicator_resolves_a_disputed_unit(page, context, events, demo, d
     assert Unit.objects.get(pk=unit.pk).state == UnitState.ADJUDICATED
     assert events.page_errors == []
     assert events.dialogs == []
+
+
+# The page, not the test, decides when a selection is read: these hold on any machine.
+EARLIER = "麺屋こだま 渋谷店"
+
+
+def open_adjudication(page, context, demo, unit) -> None:
+    login_fast(context, demo.users["adjudicator"], demo.url)
+    page.goto(f"/adjudicate/{unit.pk}/")
+    expect(page.locator("#pick-status")).to_contain_text("1 field still to decide")
+
+
+def added_to_i(page):
+    return page.locator('ul[data-judgment="I"] .added')
+
+
+def test_the_toolbar_attaches_the_selection_it_is_pressed_with(
+    page, context, events, demo, disputed_unit
+):
+    """A toolbar shown for one selection, pressed at once after another is made, adds the
+    other: what is selected when the button is pressed, not what the page last saw."""
+    texts = texts_of(disputed_unit)
+    source = snapshot_selector("source")
+    open_adjudication(page, context, demo, disputed_unit)
+    toolbar = page.locator("#span-toolbar")
+    earlier = texts["source"].index(EARLIER)
+    select_text(page, source, earlier, earlier + len(EARLIER))
+    expect(toolbar).to_be_visible()
+
+    start = texts["source"].index(NEEDLE)
+    select_and_click(page, source, start, start + len(NEEDLE), '[data-attach="I"]')
+    expect(added_to_i(page)).to_have_count(1)
+    expect(added_to_i(page)).to_contain_text(NEEDLE)
+    expect(toolbar).to_be_hidden()
+    assert events.page_errors == []
+
+
+def test_the_toolbar_stays_away_while_the_mouse_selects(page, context, events, demo, disputed_unit):
+    """A press starts a new selection: the toolbar of the last one goes at once and comes
+    back only when the button is released, for the whole new selection."""
+    texts = texts_of(disputed_unit)
+    source = snapshot_selector("source")
+    open_adjudication(page, context, demo, disputed_unit)
+    toolbar = page.locator("#span-toolbar")
+    earlier = texts["source"].index(EARLIER)
+    select_text(page, source, earlier, earlier + len(EARLIER))
+    expect(toolbar).to_be_visible()
+
+    start = texts["source"].index(NEEDLE)
+    points = drag_points(page, source, start, start + len(NEEDLE))
+    page.mouse.move(points["from"]["x"], points["from"]["y"])
+    page.mouse.down()
+    expect(toolbar).to_be_hidden()
+    page.mouse.move(points["to"]["x"], points["to"]["y"], steps=8)
+    expect(toolbar).to_be_hidden()
+    page.mouse.up()
+    expect(toolbar).to_be_visible()
+    page.click('#span-toolbar button[data-attach="I"]')
+    expect(added_to_i(page)).to_have_count(1)
+    expect(added_to_i(page)).to_contain_text(NEEDLE)
+    assert events.page_errors == []
+
+
+def test_a_selection_made_while_the_page_loads_still_attaches(
+    page, context, events, demo, disputed_unit
+):
+    """The texts are on screen before the page's script runs: a selection made then
+    survives the script's start and gets the toolbar."""
+    texts = texts_of(disputed_unit)
+    source = snapshot_selector("source")
+    login_fast(context, demo.users["adjudicator"], demo.url)
+    script = HeldRequests(page, "**/static/js/adjudicate.js")
+    page.goto(f"/adjudicate/{disputed_unit.pk}/", wait_until="commit")
+    expect(page.locator(source)).to_have_text(texts["source"])
+    start = texts["source"].index(NEEDLE)
+    assert select_text(page, source, start, start + len(NEEDLE)) == NEEDLE
+    expect(page.locator("#pick-status")).to_be_empty()  # the script has not run yet
+
+    script.release()
+    expect(page.locator("#pick-status")).to_contain_text("1 field still to decide")
+    expect(page.locator("#span-toolbar")).to_be_visible()
+    page.click('#span-toolbar button[data-attach="I"]')
+    expect(added_to_i(page)).to_contain_text(NEEDLE)
+    assert events.page_errors == []

@@ -11,7 +11,10 @@ from playwright.sync_api import expect
 
 from annotator.labelling.models import Draft, Label
 from tests.browser.helpers import (
+    HeldRequests,
     assign,
+    autosave_of,
+    drag_points,
     drag_select,
     expected_span,
     login_fast,
@@ -20,6 +23,7 @@ from tests.browser.helpers import (
     snapshot_selector,
     texts_of,
     unit_where,
+    wait_for_form,
 )
 
 pytestmark = pytest.mark.browser
@@ -50,13 +54,6 @@ def attach(page, judgment: str) -> None:
     expect(toolbar).to_be_visible()
     toolbar.locator(f'button[data-attach="{judgment}"]').click()
     expect(toolbar).to_be_hidden()
-
-
-def saved(page):
-    """Wait for the autosave request that the last change triggers and its answer."""
-    return page.expect_response(
-        lambda response: response.url.endswith("/draft") and response.request.method == "POST"
-    )
 
 
 def fill_rest(page, *, rationale: str | None = None) -> None:
@@ -118,7 +115,7 @@ def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
     attach(page, judgment)
     expect(span_items(page, "I")).to_have_count(2)
     expect(page.locator("mark.span-highlight", has_text=needle)).to_have_count(1)
-    with saved(page) as response:
+    with autosave_of(page, lambda draft: len(draft["spans"]["I"]) == 1) as response:
         page.locator(
             f'li.span-item[data-judgment="I"][data-start="{extra["start"]}"] button.span-remove'
         ).click()
@@ -238,7 +235,7 @@ def test_rtl_and_zwj_spans_are_saved_in_code_points(page, context, events, demo)
         expect(span_items(page, judgment)).to_have_attribute("data-end", str(span["end"]))
 
     # Shortcut letters typed into the rationale are text, not judgments.
-    with saved(page) as response:
+    with autosave_of(page, lambda draft: draft["rationale"] == "a1 m0") as response:
         page.locator('textarea[name="rationale"]').press_sequentially("a1 m0")
     assert response.value.status == 200
     expect(page.locator('textarea[name="rationale"]')).to_have_value("a1 m0")
@@ -248,4 +245,55 @@ def test_rtl_and_zwj_spans_are_saved_in_code_points(page, context, events, demo)
     assert draft.payload["spans"] == {key: [span] for key, span in expected.items()}
     for key, (span,) in draft.payload["spans"].items():
         assert texts[span["snapshot"]][span["start"] : span["end"]] == span["quote"], key
+    assert events.page_errors == []
+
+
+def test_a_selection_made_while_the_form_loads_still_attaches(page, context, events, demo):
+    """The texts are on screen before the form's script runs: a selection made then
+    survives the script's start and gets the toolbar."""
+    unit = unit_where(demo.studies[RISK], **RAMEN)
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    script = HeldRequests(page, "**/static/js/annotate.js")
+    page.goto(f"/assignments/{assignment.pk}/", wait_until="commit")
+    judgment, snapshot, needle = RAMEN_SPANS[0]
+    span = expected_span(snapshot, texts[snapshot], needle)
+    expect(page.locator(snapshot_selector(snapshot))).to_have_text(texts[snapshot])
+    assert select_text(page, snapshot_selector(snapshot), span["start"], span["end"]) == needle
+    expect(page.locator("#draft-payload")).to_have_value("")  # the script has not run yet
+
+    script.release()
+    wait_for_form(page)
+    attach(page, judgment)
+    expect(span_items(page, judgment)).to_have_attribute("data-start", str(span["start"]))
+    expect(span_items(page, judgment)).to_have_attribute("data-end", str(span["end"]))
+    assert events.page_errors == []
+
+
+def test_the_toolbar_goes_when_another_selection_starts(page, context, events, demo):
+    """A press in the texts starts a new selection: the toolbar of the last one goes at
+    once (it would offer a selection that is gone) and comes back on release."""
+    unit = unit_where(demo.studies[RISK], **RAMEN)
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    toolbar = page.locator("#span-toolbar")
+    _, snapshot, needle = RAMEN_SPANS[1]  # in the answer, away from the drag below
+    earlier = expected_span(snapshot, texts[snapshot], needle)
+    select_text(page, snapshot_selector(snapshot), earlier["start"], earlier["end"])
+    expect(toolbar).to_be_visible()
+
+    judgment, snapshot, needle = RAMEN_SPANS[0]
+    span = expected_span(snapshot, texts[snapshot], needle)
+    points = drag_points(page, snapshot_selector(snapshot), span["start"], span["end"])
+    page.mouse.move(points["from"]["x"], points["from"]["y"])
+    page.mouse.down()
+    expect(toolbar).to_be_hidden()
+    page.mouse.move(points["to"]["x"], points["to"]["y"], steps=8)
+    page.mouse.up()
+    attach(page, judgment)
+    expect(span_items(page, judgment)).to_have_attribute("data-start", str(span["start"]))
+    expect(span_items(page, judgment)).to_have_attribute("data-end", str(span["end"]))
     assert events.page_errors == []

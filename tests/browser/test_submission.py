@@ -8,9 +8,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotator.labelling.models import Label
+from annotator.labelling.models import Draft, Label
 from tests.browser.helpers import (
+    HeldRequests,
     assign,
+    autosave_of,
     expected_span,
     login,
     login_fast,
@@ -79,7 +81,11 @@ def start_draft_then_lose_the_session(page, assignment, cookies: str) -> dict:
     page.check('input[name="pred-I"][value="1"]')
     span = expected_span("source", texts["source"], "2時まで開いているのはありがたい")
     select_text(page, snapshot_selector("source"), span["start"], span["end"])
-    page.locator('#span-toolbar button[data-attach="I"]').click()
+    # Stored before the session goes: an autosave still on its way would answer the wait
+    # below with the session it left with.
+    with autosave_of(page, lambda draft: draft["spans"].get("I") == [span]) as stored:
+        page.locator('#span-toolbar button[data-attach="I"]').click()
+    assert stored.value.status == 200
     expect(page.locator('li.span-item[data-judgment="I"]')).to_have_count(1)
 
     if cookies == "session":
@@ -174,4 +180,38 @@ def test_problems_are_listed_and_a_refusal_keeps_the_work(
     expect(page.locator('input[name="pred-I"][value="1"]')).to_be_checked()
     expect(page.locator('textarea[name="rationale"]')).to_have_value("kept after a refusal")
     assert not Label.objects.filter(assignment=risk_assignment).exists()
+    assert events.page_errors == []
+
+
+def test_a_submission_waits_for_the_autosave_on_its_way(
+    page, context, events, demo, risk_assignment
+):
+    """An autosave still on its way when the label is submitted must not reach the server
+    after the submission (it would bring back the draft the submission deleted): the
+    page sends the label once the autosave has its answer."""
+    order: list[str] = []
+    page.on(
+        "request",
+        lambda request: order.append("submit sent") if request.url.endswith("/submit") else None,
+    )
+    page.on(
+        "requestfinished",
+        lambda request: order.append("draft answered") if request.url.endswith("/draft") else None,
+    )
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, risk_assignment)
+    fill_unresolved(page)
+    autosave = HeldRequests(page, "**/draft")
+    with page.expect_request(lambda request: request.url.endswith("/draft")):
+        page.fill('textarea[name="rationale"]', "submitted while an autosave was on its way")
+    page.click("#submit-label")
+    expect(page.locator("#submit-label")).to_have_attribute("aria-busy", "true")
+    assert "submit sent" not in order
+
+    autosave.release()
+    expect(page.locator(".messages")).to_contain_text("Label submitted")
+    assert order[-2:] == ["draft answered", "submit sent"]
+    label = Label.objects.get(assignment=risk_assignment)
+    assert label.annotation["rationale"] == "submitted while an autosave was on its way"
+    assert not Draft.objects.filter(assignment=risk_assignment).exists()
     assert events.page_errors == []

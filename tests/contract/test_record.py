@@ -522,6 +522,8 @@ def test_every_record_level_reason_code_is_exercised():
         codes.INVALID_UTF8,
         codes.MALFORMED_JSON,
         codes.LINE_TOO_LONG,
+        codes.INVALID_TEXT,
+        codes.TOO_DEEP,
         codes.EMPTY_FILE,
         codes.MISSING_HEADER,
         codes.CODEBOOK_MISMATCH,

@@ -70,3 +70,58 @@ def test_the_gate_page_shows_stages_and_the_claim_boundary(admin_client_with_led
     assert "not met" in page
     assert "May not claim yet" in page
     assert "prevalence" in page
+
+
+def test_the_ledger_filters_offer_known_values_without_reading_the_ledger(
+    admin_client_with_ledger,
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client, _ = admin_client_with_ledger
+    url = reverse("admin:audit_ledgerentry_changelist")
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(url)
+    assert page.status_code == 200
+    assert not [q["sql"] for q in queries if "DISTINCT" in q["sql"].upper()]
+    html = page.content.decode()
+    for query in ("?kind=adjudicated", "?endpoint=none", "?action=REVIEW", "?stage=frozen"):
+        assert query in html
+    total = LedgerEntry.objects.count()
+    counts = {
+        query: client.get(url + query).context["cl"].result_count
+        for query in ("?kind=independent", "?kind=consensus", "?endpoint=1", "?stage=none")
+    }
+    assert counts == {
+        "?kind=independent": LedgerEntry.objects.filter(kind="independent").count(),
+        "?kind=consensus": LedgerEntry.objects.filter(kind="consensus").count(),
+        "?endpoint=1": LedgerEntry.objects.filter(endpoint=1).count(),
+        "?stage=none": LedgerEntry.objects.filter(stage__isnull=True).count(),
+    }
+    assert counts["?kind=independent"] + counts["?kind=consensus"] == total
+
+
+def test_a_person_with_labels_is_not_deleted_from_the_admin(admin_client_with_ledger):
+    client, _ = admin_client_with_ledger
+    model = get_user_model()
+    labeller = model.objects.get(username="ann_a")
+    idle = model.objects.create_user("idle", password="pw")
+
+    assert client.get(reverse("admin:auth_user_delete", args=[labeller.pk])).status_code == 403
+    page = client.get(reverse("admin:auth_user_change", args=[labeller.pk]))
+    assert page.status_code == 200
+    assert reverse("admin:auth_user_delete", args=[labeller.pk]) not in page.content.decode()
+    assert client.get(reverse("admin:auth_user_delete", args=[idle.pk])).status_code == 200
+
+
+def test_a_study_with_labels_is_not_deleted_from_the_admin(admin_client_with_ledger):
+    from audit.models import Study
+
+    client, study = admin_client_with_ledger
+    empty = Study.objects.create(slug="empty", title="empty", codebook=study.codebook)
+
+    assert client.get(reverse("admin:audit_study_delete", args=[study.pk])).status_code == 403
+    page = client.get(reverse("admin:audit_study_change", args=[study.pk]))
+    assert page.status_code == 200
+    assert reverse("admin:audit_study_delete", args=[study.pk]) not in page.content.decode()
+    assert client.get(reverse("admin:audit_study_delete", args=[empty.pk])).status_code == 200

@@ -289,6 +289,21 @@ def test_the_page_shows_coefficients_both_u_treatments_and_pseudonyms(study, peo
     assert "Recompute" in page
 
 
+def test_an_undefined_coefficient_says_why_and_kappa_lists_pairs(study, people, reported):
+    client = Client()
+    client.force_login(people["res"])
+    page = client.get(f"/studies/{study.slug}/reliability/").content.decode()
+
+    # D is 0 for everyone on every unit: one category, alpha is 0/0.
+    assert "undefined: every pairable value is the same" in page
+    first = pseudonym_of(study=study, user=people["ann_a"])
+    second = pseudonym_of(study=study, user=people["ann_b"])
+    pair = " · ".join(sorted([first, second]))
+    assert pair in page
+    assert "1 pairs" not in page
+    assert "3 pairs" in page
+
+
 def test_adjudicators_read_it_annotators_get_403_outsiders_404(study, people, reported):
     from django.contrib.auth import get_user_model
 

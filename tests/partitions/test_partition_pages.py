@@ -3,6 +3,7 @@ file errors, thresholds, the typed-slug freeze, the frozen record and new versio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,8 +13,15 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.archive.models import Study, Unit
+from audit.partitions.leakage import leakage
 from audit.partitions.models import StudyFreeze
-from audit.partitions.services import partition_rule_apply
+from audit.partitions.rules import group_counts, partition_counts, values_present
+from audit.partitions.services import (
+    freeze_preview,
+    partition_overview,
+    partition_rule_apply,
+    partition_units,
+)
 from tests.partitions.conftest import LEAKY, SPLIT
 
 pytestmark = pytest.mark.django_db
@@ -347,3 +355,43 @@ def test_api_file_upload(study, people):
     assert accepted.status_code == 200
     assert accepted.json()["units"] == 3
     assert Unit.objects.filter(study=study, partition="calibration").count() == 3
+
+
+@pytest.mark.parametrize("rule", [None, LEAKY, SPLIT], ids=["unassigned", "leaky", "split"])
+def test_the_grouped_overview_says_what_the_units_say(study, rule):
+    """The overview counts from grouped rows and reads digests only for the leaks it
+    shows. It must say what the pure functions say over every unit, and the freeze
+    preview must be the same bytes."""
+    if rule is not None:
+        partition_rule_apply(study=study, rule=rule)
+    # One unit without a partition beside the others.
+    Unit.objects.filter(pk=Unit.objects.filter(study=study).order_by("id").first().pk).update(
+        partition=None
+    )
+    units = partition_units(study=study)
+    full = partition_overview(study=study)
+    page = partition_overview(study=study, leaks_shown=1, units_shown=1)
+
+    for overview in (full, page):
+        assert overview.counts == partition_counts(unit.partition for unit in units)
+        assert overview.groups == group_counts(units)
+        assert overview.values == values_present(units)
+        assert overview.total == len(units)
+    assert full.leaks == leakage(units)
+    assert [leak.as_dict() for leak in full.leaks] == [leak.as_dict() for leak in leakage(units)]
+    assert [(leak.field, leak.value) for leak in page.leaks] == [
+        (leak.field, leak.value) for leak in full.leaks
+    ]
+    for number, (mine, theirs) in enumerate(zip(page.leaks, full.leaks, strict=True)):
+        assert (mine.calibration_count, mine.test_count) == (
+            len(theirs.calibration),
+            len(theirs.test),
+        )
+        shown = 1 if number == 0 else 0
+        assert mine.calibration == theirs.calibration[:shown]
+        assert mine.test == theirs.test[:shown]
+    preview = freeze_preview(study=study)
+    assert full.contents == preview
+    assert page.contents == dataclasses.replace(preview, leaks=page.contents.leaks)
+    assert page.contents.problems() == preview.problems()
+    assert partition_overview(study=study, with_contents=False).contents is None

@@ -141,7 +141,11 @@ def settings_of(module: str) -> dict:
         for key, value in os.environ.items()
         if key not in {"LOGIN_FAILURE_LIMIT", "LOGIN_LOCKOUT_MINUTES", "SESSION_COOKIE_AGE"}
     }
-    environment.update(DJANGO_SETTINGS_MODULE=module, SECRET_KEY=secrets.token_urlsafe(64))
+    environment.update(
+        DJANGO_SETTINGS_MODULE=module,
+        SECRET_KEY=secrets.token_urlsafe(64),
+        CACHE_URL="redis://127.0.0.1:6379/1",
+    )
     result = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code],
         cwd=ROOT,

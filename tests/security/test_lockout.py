@@ -158,6 +158,7 @@ def test_limit_and_duration_come_from_the_environment():
         os.environ,
         DJANGO_SETTINGS_MODULE="config.settings.production",
         SECRET_KEY=secrets.token_urlsafe(64),
+        CACHE_URL="redis://127.0.0.1:6379/1",
         LOGIN_FAILURE_LIMIT="3",
         LOGIN_LOCKOUT_MINUTES="60",
     )

@@ -12,6 +12,7 @@ from django.db import transaction
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Codebook, ImportStatus, Study
 from audit.archive.services import codebook_install_file, observations_import
+from audit.partitions.services import study_freeze_get
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 
@@ -43,6 +44,18 @@ DEMO_USERS = {
 }
 
 
+def demo_users_box(rows: list[tuple[str, str, str]]) -> str:
+    """The demo's logins in a box, printed last so that nothing scrolls them away."""
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    line = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+    body = [
+        "| " + " | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) + " |"
+        for row in rows
+    ]
+    title = "Demo users: open http://127.0.0.1:8000/ and log in as one of them"
+    return "\n".join([title, line, body[0], line, *body[1:], line])
+
+
 class Command(BaseCommand):
     help = "Load the demo: both codebooks, one study per codebook, demo users and data."
 
@@ -54,10 +67,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: object) -> None:
-        if not settings.DEBUG and not options["allow_without_debug"]:
+        demo = settings.DEBUG or getattr(settings, "CLAIMGATE_DEMO", False)
+        if not demo and not options["allow_without_debug"]:
             raise CommandError(
-                "refusing to create demo users with published passwords while DEBUG is off; "
-                "pass --allow-without-debug if this really is a throw-away instance"
+                "refusing to create demo users with published passwords outside the demo "
+                "settings (config.settings.dev) while DEBUG is off; pass "
+                "--allow-without-debug if this really is a throw-away instance"
             )
         with transaction.atomic():
             for path in sorted((FIXTURES / "codebooks").glob("*.json")):
@@ -70,6 +85,11 @@ class Command(BaseCommand):
                         Membership.objects.get_or_create(
                             study=study, user=users[username], role=role
                         )
+                if study_freeze_get(study=study) is not None:
+                    # Loading the demo again keeps what exists; a frozen study refuses new
+                    # observations, and its own are already there.
+                    self.stdout.write(f"study {slug}: frozen, left as it is")
+                    continue
                 path = FIXTURES / "demo" / file_name
                 batch = observations_import(
                     study=study, data=path.read_bytes(), file_name=path.name
@@ -84,10 +104,12 @@ class Command(BaseCommand):
                     f"study {slug}: {study.tuples.count()} tuples, "
                     f"{study.observations.count()} observations"
                 )
-        self.stdout.write("\nDemo users (username / password):")
+        rows = [("username", "password", "role")]
         for username, (password, roles, superuser) in DEMO_USERS.items():
-            what = "admin (superuser)" if superuser else ", ".join(roles)
-            self.stdout.write(f"  {username:<12} {password:<18} {what}")
+            rows.append(
+                (username, password, "admin (superuser)" if superuser else ", ".join(roles))
+            )
+        self.stdout.write("\n" + demo_users_box(rows))
 
     def _users(self) -> dict:
         model = get_user_model()

@@ -1,0 +1,319 @@
+"""metrics.estimates: pure tests (no database; Hájek weights and a judge against gold).
+
+Hand-computed numbers first, then input errors, then properties of the estimators and of
+the cluster bootstrap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metrics import reliability as rel
+from metrics.estimates import (
+    LENGTH_MISMATCH,
+    NO_VALUES,
+    EstimateInputError,
+    cluster_bootstrap_totals,
+    hajek,
+    hajek_bootstrap,
+    judge_scores,
+)
+
+# --- Hájek ----------------------------------------------------------------------------------
+
+
+def test_hajek_weights_by_inverse_inclusion_probability():
+    # Weights 1/π = 4, 4, 2, 2. Σ y/π = 4·1 = 4; Σ 1/π = 12 → 4/12 = 1/3.
+    # Unweighted: 1/4. The unit with y = 1 was sampled at a quarter, so it stands for more.
+    result = hajek([1, 0, 0, 0], [0.25, 0.25, 0.5, 0.5])
+    assert result.weighted == pytest.approx(1 / 3)
+    assert result.unweighted == pytest.approx(0.25)
+    assert (result.n, result.excluded) == (4, 0)
+    assert result.weighted_low is None
+
+
+def test_hajek_takes_arrays():
+    result = hajek(np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.25, 0.25, 0.5, 0.5]))
+    assert result.weighted == pytest.approx(1 / 3)
+
+
+def test_hajek_leaves_none_out_and_counts_it():
+    result = hajek([True, False, None, False, False], [0.25, 0.25, 0.1, 0.5, 0.5])
+    assert result.weighted == pytest.approx(1 / 3)
+    assert result.unweighted == pytest.approx(0.25)
+    assert (result.n, result.excluded) == (4, 1)
+
+
+def test_hajek_of_nothing_is_undefined():
+    result = hajek([None, None], [0.5, 0.5])
+    assert (result.weighted, result.unweighted, result.reason) == (None, None, NO_VALUES)
+    assert result.excluded == 2
+    assert hajek([], []).reason == NO_VALUES
+
+
+@pytest.mark.parametrize("probability", [0, 0.0, -0.1, 1.5, math.nan, math.inf, True, "0.5"])
+def test_hajek_refuses_a_probability_outside_0_1_naming_its_position(probability):
+    with pytest.raises(EstimateInputError) as caught:
+        hajek([1, 0, 1], [0.5, 1.0, probability])
+    assert caught.value.field == "inclusion_probabilities[2]"
+
+
+def test_hajek_refuses_bad_values_and_lengths():
+    with pytest.raises(EstimateInputError) as caught:
+        hajek([1, math.nan], [0.5, 0.5])
+    assert caught.value.field == "values[1]"
+    with pytest.raises(EstimateInputError) as caught:
+        hajek([1, 0], [0.5])
+    assert (caught.value.code, caught.value.field) == (LENGTH_MISMATCH, "inclusion_probabilities")
+    with pytest.raises(EstimateInputError) as caught:
+        hajek_bootstrap([1, 0], [0.5, 0.5], ["a"], seed=0, n_boot=10)
+    assert (caught.value.code, caught.value.field) == (LENGTH_MISMATCH, "clusters")
+    with pytest.raises(EstimateInputError) as caught:
+        hajek_bootstrap([1, 0], [0.5, 0.5, 0.5], None, seed=0, n_boot=10)
+    assert caught.value.field == "probabilities"
+
+
+def test_hajek_bootstrap_is_reproducible_and_brackets_both_estimates():
+    values = [1, 0, 0, 0, 1, 1, 0, None, 0, 1, 0, 0]
+    probabilities = [0.25, 0.25, 0.5, 0.5, 1.0, 0.2, 0.2, 0.4, 0.8, 0.5, 0.5, 1.0]
+    answers = ["a1", "a1", "a2", "a2", "a3", "a3", "a4", "a4", "a5", "a5", "a6", "a6"]
+    first = hajek_bootstrap(values, probabilities, answers, seed=21, n_boot=300)
+    assert hajek_bootstrap(values, probabilities, answers, seed=21, n_boot=300) == first
+    point = hajek(values, probabilities)
+    assert (first.weighted, first.unweighted, first.n, first.excluded) == (
+        point.weighted,
+        point.unweighted,
+        11,
+        1,
+    )
+    assert first.clusters == 6
+    assert 0.0 <= first.weighted_low <= first.weighted <= first.weighted_high <= 1.0
+    assert 0.0 <= first.unweighted_low <= first.unweighted <= first.unweighted_high <= 1.0
+
+
+def test_hajek_bootstrap_with_no_values_is_undefined():
+    result = hajek_bootstrap([None], [0.5], ["q"], seed=0, n_boot=10)
+    assert (result.weighted, result.weighted_low, result.reason) == (None, None, NO_VALUES)
+
+
+# --- the cluster bootstrap ------------------------------------------------------------------
+
+
+def test_cluster_bootstrap_draws_whole_clusters():
+    # Cluster sizes 1, 2 and 3: every resample draws 3 clusters, so its unit count is a
+    # sum of three sizes, and the y column (y = 1 only in the size-3 cluster) is 3 × the
+    # copies of that cluster.
+    columns = [[0, 1], [0, 1], [0, 1], [1, 1], [1, 1], [1, 1]]
+    clusters = ["a", "b", "b", "c", "c", "c"]
+    totals = cluster_bootstrap_totals(columns, clusters, n_boot=200, seed=4)
+    assert totals.shape == (200, 2)
+    possible = {a + b + c for a in (1, 2, 3) for b in (1, 2, 3) for c in (1, 2, 3)}
+    assert set(totals[:, 1].astype(int)) <= possible
+    assert set(totals[:, 0].astype(int)) <= {0, 3, 6, 9}
+    again = cluster_bootstrap_totals(columns, clusters, n_boot=200, seed=4)
+    assert np.array_equal(totals, again)
+
+
+def test_cluster_bootstrap_of_nothing_is_empty():
+    assert cluster_bootstrap_totals(np.zeros((0, 3)), [], n_boot=10, seed=0).shape == (0, 3)
+    assert cluster_bootstrap_totals([[1.0]], None, n_boot=0, seed=0).shape == (0, 1)
+
+
+# --- a judge against gold -------------------------------------------------------------------
+
+# Twelve units in four domains; gold and judge values "pass", "fail" or None (U).
+#   (gold, judge)    units
+#   (pass, pass)     4
+#   (pass, fail)     1
+#   (pass, U)        1
+#   (fail, fail)     3
+#   (fail, pass)     1
+#   (U, U)           1
+#   (U, fail)        1
+# Categories sort as fail, pass, then U. Confusion (rows gold, columns judge):
+#          fail pass  U | gold
+#   fail      3    1  0 |  4
+#   pass      1    4  1 |  6
+#   U         1    0  1 |  2
+#   judge     5    5  2 | 12
+# Accuracy = (3 + 4 + 1) / 12 = 2/3.
+# p_o = 96/144, p_e = (4·5 + 6·5 + 2·2)/144 = 54/144; kappa = (96 - 54)/(144 - 54) = 42/90
+# = 7/15 ≈ 0.4667.
+# Precision: fail 3/5, pass 4/5, U 1/2. Recall: fail 3/4, pass 4/6, U 1/2.
+# Gate with positive "pass": α = gold fail accepted / gold fail = 1/4;
+# β = gold pass not accepted (fail or U) / gold pass = 2/6 = 1/3.
+GOLD = ["pass"] * 6 + ["fail"] * 4 + [None] * 2
+JUDGE = ["pass"] * 4 + ["fail", None] + ["fail"] * 3 + ["pass"] + [None, "fail"]
+DOMAINS = ["health", "law", "travel", "finance"] * 3
+
+
+def test_judge_scores_by_hand():
+    scores = judge_scores(JUDGE, GOLD, DOMAINS, seed=2024, n_boot=300, positive="pass")
+    assert scores.categories == ("fail", "pass", None)
+    assert scores.confusion == ((3, 1, 0), (1, 4, 1), (1, 0, 1))
+    assert scores.n == 12
+    assert (scores.accuracy.numerator, scores.accuracy.denominator) == (8, 12)
+    assert scores.accuracy.value == pytest.approx(2 / 3)
+    assert scores.kappa.value == pytest.approx(7 / 15)
+    by_class = {c.category: c for c in scores.classes}
+    assert by_class["fail"].precision.value == pytest.approx(3 / 5)
+    assert by_class["pass"].precision.value == pytest.approx(4 / 5)
+    assert by_class[None].precision.value == pytest.approx(1 / 2)
+    assert by_class["fail"].recall.value == pytest.approx(3 / 4)
+    assert by_class["pass"].recall.value == pytest.approx(4 / 6)
+    assert by_class[None].recall.value == pytest.approx(1 / 2)
+    assert (by_class["pass"].gold, by_class["pass"].predicted) == (6, 5)
+    alpha, beta = scores.accepted_error, scores.false_block
+    assert (alpha.numerator, alpha.denominator, alpha.value) == (1, 4, 0.25)
+    assert (beta.numerator, beta.denominator) == (2, 6)
+    assert beta.value == pytest.approx(1 / 3)
+    assert scores.clusters == 4
+
+
+def test_judge_scores_intervals_are_reproducible_for_a_seed():
+    first = judge_scores(JUDGE, GOLD, DOMAINS, seed=2024, n_boot=300, positive="pass")
+    again = judge_scores(JUDGE, GOLD, DOMAINS, seed=2024, n_boot=300, positive="pass")
+    assert again == first
+    for estimate in (first.accuracy, first.kappa, first.accepted_error, first.false_block):
+        assert estimate.low is not None
+        assert estimate.low <= estimate.high
+    assert 0.0 <= first.accuracy.low <= first.accuracy.high <= 1.0
+
+
+def test_judge_scores_kappa_agrees_with_reliability_with_u_as_a_category():
+    scores = judge_scores(JUDGE, GOLD, DOMAINS, seed=0, n_boot=0)
+    as_u = [["U" if v is None else v for v in row] for row in (GOLD, JUDGE)]
+    assert scores.kappa.value == pytest.approx(rel.cohen_kappa(*as_u))
+    assert (scores.kappa.low, scores.kappa.high) == (None, None)  # n_boot = 0
+    assert scores.accepted_error is None
+
+
+def test_a_perfect_judge():
+    gold = ["pass", "fail", "pass", None]
+    scores = judge_scores(gold, gold, None, seed=1, n_boot=50, positive="pass")
+    assert scores.accuracy.value == 1.0
+    assert scores.kappa.value == pytest.approx(1.0)
+    assert (scores.accepted_error.value, scores.false_block.value) == (0.0, 0.0)
+
+
+def test_a_gate_whose_positive_never_occurs_keeps_its_row_and_column():
+    scores = judge_scores(
+        ["fail", "fail"], ["fail", None], None, seed=1, n_boot=20, positive="pass"
+    )
+    assert scores.categories == ("fail", "pass", None)
+    assert scores.false_block.value is None  # no gold pass
+    assert scores.accepted_error.value == 0.0
+
+
+def test_judge_scores_refuses_bad_input():
+    with pytest.raises(EstimateInputError) as caught:
+        judge_scores(["pass"], ["pass", "fail"], None, seed=0)
+    assert (caught.value.code, caught.value.field) == (LENGTH_MISMATCH, "predicted")
+    with pytest.raises(EstimateInputError) as caught:
+        judge_scores(["pass", math.nan], ["pass", "fail"], None, seed=0)
+    assert caught.value.field == "predicted[1]"
+    with pytest.raises(EstimateInputError) as caught:
+        judge_scores(["pass"], [["pass"]], None, seed=0)
+    assert caught.value.field == "gold[0]"
+    with pytest.raises(EstimateInputError) as caught:
+        judge_scores(["pass"], ["pass"], ["a", "b"], seed=0)
+    assert caught.value.field == "clusters"
+    with pytest.raises(EstimateInputError) as caught:
+        judge_scores(["pass"], ["pass"], None, seed=0, confidence=95)
+    assert caught.value.field == "confidence"
+
+
+# --- properties -----------------------------------------------------------------------------
+
+outcome = st.one_of(st.none(), st.integers(min_value=0, max_value=1))
+probability = st.floats(min_value=0.01, max_value=1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(outcome, min_size=1, max_size=30), probability)
+def test_hajek_with_equal_probabilities_is_the_plain_mean(values, p):
+    result = hajek(values, [p] * len(values))
+    present = [v for v in values if v is not None]
+    if not present:
+        assert result.weighted is None
+        return
+    assert result.unweighted == pytest.approx(sum(present) / len(present))
+    assert result.weighted == pytest.approx(result.unweighted)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-1e3, 1e3), probability), min_size=1, max_size=30),
+    st.floats(min_value=0.05, max_value=1.0),
+)
+def test_hajek_is_unchanged_by_scaling_every_probability(pairs, scale):
+    values = [v for v, _ in pairs]
+    probabilities = [p for _, p in pairs]
+    original = hajek(values, probabilities).weighted
+    scaled = hajek(values, [p * scale for p in probabilities]).weighted
+    assert scaled == pytest.approx(original, rel=1e-9, abs=1e-9)
+    assert min(values) - 1e-9 <= original <= max(values) + 1e-9
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(outcome, probability), min_size=1, max_size=25),
+    st.integers(min_value=0, max_value=2**32),
+)
+def test_one_unit_per_cluster_is_the_unit_bootstrap(pairs, seed):
+    # Distinct labels in a list are indexed in order of first appearance, i.e. as the
+    # units themselves: the same seed gives the same resamples as clusters=None.
+    values = [v for v, _ in pairs]
+    probabilities = [p for _, p in pairs]
+    labels = [f"answer-{i * 7919 % 10007}" for i in range(len(pairs))]
+    clustered = hajek_bootstrap(values, probabilities, labels, seed, n_boot=60)
+    units = hajek_bootstrap(values, probabilities, None, seed, n_boot=60)
+    assert clustered == units
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(outcome, st.integers(0, 5)), min_size=1, max_size=25),
+    st.integers(min_value=0, max_value=2**32),
+)
+def test_with_equal_probabilities_the_weighted_interval_is_the_unweighted_one(pairs, seed):
+    values = [v for v, _ in pairs]
+    clusters = [c for _, c in pairs]
+    result = hajek_bootstrap(values, [0.5] * len(values), clusters, seed, n_boot=60)
+    if result.weighted is None:
+        return
+    assert result.weighted_low == pytest.approx(result.unweighted_low)
+    assert result.weighted_high == pytest.approx(result.unweighted_high)
+
+
+labels = st.sampled_from(["pass", "fail", "review", None])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(labels, labels), min_size=1, max_size=40))
+def test_judge_scores_point_values_match_their_definitions(pairs):
+    gold = [g for g, _ in pairs]
+    predicted = [p for _, p in pairs]
+    scores = judge_scores(predicted, gold, None, seed=0, n_boot=0, positive="pass")
+    agree = sum(1 for g, p in pairs if g == p)
+    assert scores.accuracy.value == pytest.approx(agree / len(pairs))
+    assert sum(map(sum, scores.confusion)) == len(pairs)
+    as_u = [["U" if v is None else v for v in row] for row in (gold, predicted)]
+    expected = rel.cohen_kappa(*as_u)
+    if math.isnan(expected):
+        assert scores.kappa.value is None
+    else:
+        assert scores.kappa.value == pytest.approx(expected)
+    gold_fail = [p for g, p in pairs if g is not None and g != "pass"]
+    if gold_fail:
+        accepted = sum(1 for p in gold_fail if p == "pass") / len(gold_fail)
+        assert scores.accepted_error.value == pytest.approx(accepted)
+    gold_pass = [p for g, p in pairs if g == "pass"]
+    if gold_pass:
+        blocked = sum(1 for p in gold_pass if p != "pass") / len(gold_pass)
+        assert scores.false_block.value == pytest.approx(blocked)

@@ -1,0 +1,224 @@
+"""List pages and list endpoints read a study in a fixed number of queries, and no query
+multiplies one table's rows by another's.
+
+Each URL is requested over a study, then again after the study grew (more observations,
+tuples, labels and adjudications): the number of queries must be the same, and at most
+``MAX_QUERIES``. On PostgreSQL every SELECT the request ran is also replayed under
+``EXPLAIN ANALYZE``: the rows its plan nodes produced, summed over the request, must stay
+within a small multiple of the rows stored in the app's tables. That is what catches a
+multiplying join (two ``Count(distinct=True)`` over two child tables give the product of
+their rows in a single query, which a query count never sees).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from annotator.adjudication.jobs import label_adjudicated
+from annotator.adjudication.services import adjudication_submit
+from audit.archive.models import Study
+from audit.archive.services import observations_import
+from audit.ledger.services import gate_recompute
+from tests.annotation.conftest import add_people, make_study
+from tests.archive.builders import HEADER, jsonl, observation
+from tests.releases.conftest import submit
+
+MAX_QUERIES = 25
+# Rows the plans may produce per row stored in the app's tables. A page that reads each
+# table a few times stays far below; a join of tuples × observations of one study does not.
+ROWS_PER_STORED_ROW = 3
+
+APP_LABELS = ("audit", "annotator", "metrics")
+
+
+@dataclass
+class World:
+    study: Study
+    people: dict[str, Any]
+    admin: Any
+    serial: int = 0
+
+
+def _grow(world: World, observations: int, labelled_units: int) -> None:
+    """Import ``observations`` more observations (3 tuples each), label ``labelled_units``
+    more units twice (every other one disputed) and adjudicate the disputes."""
+    start = world.serial
+    world.serial += observations
+    lines = [observation(start + n + 1000, sources=3) for n in range(observations)]
+    header = dict(HEADER, codebook={"name": "source-risk", "version": "1.0.0"})
+    batch = observations_import(
+        study=world.study, data=jsonl(*lines, header=header), file_name=f"grow-{start}.jsonl"
+    )
+    assert batch.status != "rejected", batch.errors[:3]
+    a, b, adj = world.people["ann_a"], world.people["ann_b"], world.people["adj"]
+    for n in range(labelled_units):
+        first = submit(world.study, a)
+        disputed = n % 2 == 1
+        second = submit(world.study, b, (1, 1, None, 0) if disputed else (1, 1, 1, 0))
+        assert second.unit_id == first.unit_id
+        if disputed:
+            final = adjudication_submit(
+                unit=first.unit,
+                adjudicator=adj,
+                annotation=first.annotation,
+                rationale="The review page states the commission.",
+                client_submission_id=uuid.uuid4(),
+            )
+            label_adjudicated.run(final.pk)
+    gate_recompute(study=world.study)
+
+
+@pytest.fixture
+def world(db, settings, tmp_path) -> World:
+    settings.RELEASES_ROOT = tmp_path / "releases"
+    study = make_study("big", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    superuser = get_user_model().objects.create_superuser("root", password="pw")
+    world = World(study, people, superuser)
+    _grow(world, observations=8, labelled_units=4)
+    return world
+
+
+def _stored_rows() -> int:
+    total = 0
+    for label in APP_LABELS:
+        for model in apps.get_app_config(label).get_models():
+            total += model._base_manager.count()
+    return total
+
+
+def _plan_rows(node: dict[str, Any]) -> float:
+    produced = node.get("Actual Rows", 0) * node.get("Actual Loops", 1)
+    return produced + sum(_plan_rows(child) for child in node.get("Plans", []))
+
+
+@contextmanager
+def _recording() -> Iterator[list[tuple[str, Any]]]:
+    statements: list[tuple[str, Any]] = []
+
+    def record(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        yield statements
+
+
+def _rows_produced(statements: list[tuple[str, Any]]) -> float:
+    total = 0.0
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            if not sql.lstrip().upper().startswith("SELECT") or "FOR UPDATE" in sql.upper():
+                continue
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+            plan = cursor.fetchone()[0]
+            plan = json.loads(plan) if isinstance(plan, str) else plan
+            total += _plan_rows(plan[0]["Plan"])
+    return total
+
+
+def _get(client: Client, url: str) -> tuple[int, list[tuple[str, Any]]]:
+    with _recording() as statements:
+        response = client.get(url)
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+    assert response.status_code == 200, (url, response.status_code)
+    return len(statements), statements
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+# (role, URL name, whether the URL takes the study's slug)
+PAGES = [
+    ("ann_a", "home", False),
+    ("ann_a", "annotate-start", True),
+    ("ann_a", "api-studies", False),
+    ("ann_a", "api-assignments", True),
+    ("adj", "home", False),
+    ("adj", "adjudication-queue", True),
+    ("res", "home", False),
+    ("res", "api-studies", False),
+    ("res", "study-detail", True),
+    ("res", "study-people", True),
+    ("res", "study-outcomes", True),
+    ("res", "study-partitions", True),
+    ("res", "study-releases", True),
+    ("res", "study-reliability", True),
+    ("res", "api-releases", True),
+    ("res", "api-study-partitions", True),
+]
+
+
+def _url(world: World, name: str, with_slug: bool) -> str:
+    return reverse(name, kwargs={"slug": world.study.slug} if with_slug else None)
+
+
+def _admin_changelists() -> list[str]:
+    return sorted(
+        f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist"
+        for model in admin.site._registry
+    )
+
+
+def _measure(world: World, targets: list[tuple[Any, str]]) -> list[tuple[int, float]]:
+    """Queries and (on PostgreSQL) rows produced, per (user, URL)."""
+    figures = []
+    for user, url in targets:
+        count, statements = _get(_client(user), url)
+        produced = _rows_produced(statements) if connection.vendor == "postgresql" else 0.0
+        figures.append((count, produced))
+    return figures
+
+
+def test_every_list_reads_the_study_in_a_fixed_number_of_queries(world):
+    """One study, measured, grown (more observations, tuples, labels, adjudications) and
+    measured again: every list page, list endpoint and admin changelist at once."""
+    targets = [(world.people[role], _url(world, name, slug)) for role, name, slug in PAGES]
+    targets += [(world.admin, reverse(name)) for name in _admin_changelists()]
+    before = _measure(world, targets)
+    _grow(world, observations=12, labelled_units=6)
+    after = _measure(world, targets)
+    stored = _stored_rows()
+
+    problems = []
+    for (_, url), (count_before, _), (count, produced) in zip(targets, before, after, strict=True):
+        if count > MAX_QUERIES:
+            problems.append(f"{url}: {count} queries (at most {MAX_QUERIES})")
+        if count != count_before:
+            problems.append(f"{url}: {count_before} queries, then {count} after the study grew")
+        if produced > ROWS_PER_STORED_ROW * stored:
+            problems.append(f"{url}: the plans produced {produced:.0f} rows for {stored} stored")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.postgres
+def test_a_count_over_two_joined_child_tables_is_caught(world):
+    """The old shape of ``studies_with_counts``: the rows budget must refuse it."""
+    from django.db.models import Count
+
+    _grow(world, observations=40, labelled_units=0)
+    with _recording() as statements:
+        list(
+            Study.objects.annotate(
+                tuple_count=Count("tuples", distinct=True),
+                observation_count=Count("observations", distinct=True),
+            )
+        )
+    assert _rows_produced(statements) > ROWS_PER_STORED_ROW * _stored_rows()
