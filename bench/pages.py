@@ -797,6 +797,10 @@ def queue_probe(study: Any, people: People, repeat: int) -> Figure:
     return Figure(QUEUE_ROUTE + " (POST, new unit)", "annotator", path, status, len(queries), times)
 
 
+def _shown(route: str) -> str:
+    return route or "/"  # the home page's pattern is the empty string
+
+
 def _table(figures: list[Figure]) -> list[str]:
     lines = [
         "| URL pattern | role | status | p50 ms | p95 ms | queries |",
@@ -804,7 +808,8 @@ def _table(figures: list[Figure]) -> list[str]:
     ]
     for f in figures:
         lines.append(
-            f"| `{f.route}` | {f.role} | {f.status} | {f.p50:,.0f} | {f.p95:,.0f} | {f.queries} |"
+            f"| `{_shown(f.route)}` | {f.role} | {f.status} | {f.p50:,.0f} | {f.p95:,.0f} "
+            f"| {f.queries} |"
         )
     return lines
 
@@ -896,7 +901,7 @@ def main(argv: list[str] | None = None) -> int:
     routes_measured = len({f.route for f in figures})
     skipped = {route: reason for route in routes() if (reason := skip_reason(route))}
     summary = [
-        f"- {tuples:,} tuples in study `{SLUG}` (PostgreSQL {server}); {args.labelled:,} units "
+        f"- {tuples:,} tuples in study `{SLUG}` ({server}); {args.labelled:,} units "
         "with 2 independent labels each (about 10% disputed, three quarters of those "
         "adjudicated, the rest agreed with a consensus record), every label with its "
         "ledger entry; partitions, gate, reliability report and a release; 6 annotators "
@@ -907,7 +912,7 @@ def main(argv: list[str] | None = None) -> int:
         "`force_login`; SQL statements counted on the warm-up with `connection.execute_wrapper`); "
         f"load average during the walk {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}",
         f"- over {TARGET_MS:.0f} ms p95: **{len(over)}** "
-        f"({', '.join(sorted({f'`{f.route}`' for f in over})) or 'none'}); "
+        f"({', '.join(sorted({f'`{_shown(f.route)}`' for f in over})) or 'none'}); "
         f"slowest p95 {figures[0].p95:,.0f} ms; most queries "
         f"{max(f.queries for f in figures)}",
         *(

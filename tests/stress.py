@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     args.pytest_args = [arg for arg in args.pytest_args if arg != "--"] or ["tests/browser"]
     args.out.mkdir(parents=True, exist_ok=True)
 
+    # Stopped from outside (SIGTERM), the load is stopped too (see the finally below).
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     load = CpuLoad(args.cores, args.cpu_load).start()
     sampler = LoadSampler().start()
     per_test: dict[str, Counter] = {}

@@ -21,6 +21,7 @@ from tests.browser.helpers import (
     snapshot_selector,
     texts_of,
     unit_where,
+    wait_for_form,
 )
 
 pytestmark = pytest.mark.browser
@@ -118,7 +119,9 @@ def test_an_expired_session_keeps_the_work(page, events, demo, risk_assignment, 
     page.fill("#id_password", "annotator1-demo")
     page.click("button[type=submit]")
     expect(page).to_have_url(re.compile(rf"/assignments/{risk_assignment.pk}/$"))
-    open_form(page, risk_assignment)
+    # The page the login led to, not a second one: this one restores the work and
+    # autosaves it, after which a reload has nothing left to restore.
+    wait_for_form(page)
     expect(page.locator("#restore-notice")).to_contain_text("Restored your unsent work")
     expect(page.locator('input[name="pred-I"][value="1"]')).to_be_checked()
     expect(page.locator('li.span-item[data-judgment="I"]')).to_have_attribute(
