@@ -432,7 +432,7 @@ def study_freeze(*, study: Study, user: AbstractBaseUser) -> StudyFreeze:
 
     Refused while a unit has no partition, while a target family, domain or query
     template has units on both sides, and a second time. Test-partition numbers open
-    once this returns (``audit.ledger.selectors.partition_sealed``)."""
+    once this returns (``audit.partitions.selectors.partition_sealed``)."""
     with transaction.atomic():
         locked = Study.objects.select_for_update().get(pk=study.pk)
         if StudyFreeze.objects.filter(study_id=study.pk).exists():

@@ -1,5 +1,5 @@
 """Release pages: list, create (queues the build), a polled status fragment, downloads.
-Thin: access from annotator.access, writes and reads from audit.release_services."""
+Thin: access from annotator.access, writes and reads from audit.releases.services."""
 
 from __future__ import annotations
 
