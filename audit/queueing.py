@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from celery import current_app
+from django.core.cache import cache
 from django.db import DatabaseError, transaction
 
 logger = logging.getLogger("claimgate.jobs")
@@ -28,6 +29,7 @@ OUTCOMES_SWEEP = "claimgate.outcomes_sweep"
 STUDY_GATE_REFRESH = "claimgate.study_gate_refresh"
 STUDY_REPORT_REFRESH = "claimgate.study_report_refresh"
 RELEASE_BUILD = "claimgate.release_build"
+STUDY_OUTCOMES_REFRESH = "claimgate.study_outcomes_refresh"
 #: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
 JOBS = (
     LABEL_SUBMITTED,
@@ -36,6 +38,7 @@ JOBS = (
     STUDY_GATE_REFRESH,
     STUDY_REPORT_REFRESH,
     RELEASE_BUILD,
+    STUDY_OUTCOMES_REFRESH,
 )
 
 #: How every job retries: with backoff on database errors; ``acks_late`` with
@@ -78,3 +81,27 @@ def queue_job(name: str, *args: object) -> None:
             logger.warning("could not queue %s%r; the sweep will catch up", name, args)
 
     transaction.on_commit(send)
+
+
+#: How long a queued debounced job keeps others of its name and study from queueing.
+DEBOUNCE_SECONDS = 60
+
+
+def debounce_key(name: str, study_id: int) -> str:
+    return f"claimgate:queued:{name}:{study_id}"
+
+
+def queue_job_once(name: str, study_id: int) -> bool:
+    """Queue ``name(study_id)`` unless one is already queued (and not yet started) for the
+    study: a burst of events queues one job, not one per event. The job calls
+    ``debounce_release`` as it starts, so an event during its run queues the next one.
+    The mark lives in the cache (shared Redis in production) and expires by itself,
+    so a lost message delays the work by at most DEBOUNCE_SECONDS. True when queued."""
+    if not cache.add(debounce_key(name, study_id), 1, timeout=DEBOUNCE_SECONDS):
+        return False
+    queue_job(name, study_id)
+    return True
+
+
+def debounce_release(name: str, study_id: int) -> None:
+    cache.delete(debounce_key(name, study_id))

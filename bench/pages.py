@@ -869,6 +869,16 @@ def main(argv: list[str] | None = None) -> int:
             researcher=users.get(username="researcher"),
             admin=users.get(username="admin"),
         )
+        # What the workers would have done before anyone opens a page: a large study's
+        # outcome counts, and a report that stores its labels mark (a database built by
+        # an earlier version of this script has neither).
+        from audit.ledger.services import outcomes_summary_refresh
+        from metrics.models import StudyReport
+        from metrics.services import report_compute
+
+        outcomes_summary_refresh(study=study)
+        if not StudyReport.objects.filter(study=study, status="done").exclude(labels_mark=""):
+            report_compute(study=study)
         tuples = study.tuples.count()
         given = values(study, people)
         with connection.cursor() as cursor:

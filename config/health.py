@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 
 from config.celery import app as celery_app
 
@@ -49,17 +51,35 @@ def _queue_depth() -> int | None:
         return None
 
 
-def _workers(broker_ok: bool) -> dict[str, Any]:
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        return {"ok": True, "count": 0, "detail": "eager mode needs no worker"}
-    if not broker_ok:
-        return {"ok": False, "count": 0, "detail": "broker unreachable"}
+#: A ping waits this long for workers' replies (it cannot know how many will answer).
+PING_SECONDS = 1.0
+#: How long the workers' answer is reused: a monitor polling every second costs the
+#: workers one ping per this many seconds, and each caller waits for at most one ping.
+WORKERS_CACHE_SECONDS = 10
+WORKERS_CACHE_KEY = "claimgate:healthz:workers"
+
+
+def _ping() -> dict[str, Any]:
     try:
-        replies = celery_app.control.ping(timeout=1.0) or []
+        replies = celery_app.control.ping(timeout=PING_SECONDS) or []
     except Exception as exc:
         return {"ok": False, "count": 0, "error": type(exc).__name__}
     names = sorted(name for reply in replies for name in reply)
     return {"ok": bool(names), "count": len(names), "names": names}
+
+
+def _workers(broker_ok: bool) -> dict[str, Any]:
+    """The workers that answered a ping, as seen at most WORKERS_CACHE_SECONDS ago (the
+    cache is shared by every web process in production), with when they were asked."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return {"ok": True, "count": 0, "detail": "eager mode needs no worker"}
+    if not broker_ok:
+        return {"ok": False, "count": 0, "detail": "broker unreachable"}
+    seen = cache.get(WORKERS_CACHE_KEY)
+    if seen is None:
+        seen = {**_ping(), "checked_at": timezone.now().isoformat()}
+        cache.set(WORKERS_CACHE_KEY, seen, timeout=WORKERS_CACHE_SECONDS)
+    return seen
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

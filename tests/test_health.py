@@ -53,3 +53,20 @@ def test_healthz_sees_a_running_worker(admin_client, celery_workers):
     assert body["workers"]["ok"] is True
     assert body["workers"]["count"] >= 1
     assert body["ok"] is True
+
+
+@pytest.mark.redis
+def test_the_workers_answer_is_reused_for_a_few_seconds(admin_client):
+    """A ping waits its whole timeout for replies; a monitor polling every second must
+    not cost every caller that wait (nor the workers a ping each time)."""
+    from django.core.cache import cache
+
+    from config.health import WORKERS_CACHE_KEY
+
+    cache.delete(WORKERS_CACHE_KEY)
+    first = admin_client.get("/healthz").json()["workers"]
+    second = admin_client.get("/healthz").json()["workers"]
+    assert "checked_at" in first
+    assert second == first  # the same answer, asked once
+    cache.delete(WORKERS_CACHE_KEY)
+    assert admin_client.get("/healthz").json()["workers"]["checked_at"] >= first["checked_at"]

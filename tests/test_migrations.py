@@ -39,6 +39,8 @@ TABLES = {
     "audit.LedgerHead": "audit_ledgerhead",
     "audit.ConformanceRun": "audit_conformancerun",
     "audit.StudyGate": "audit_studygate",
+    "audit.OutcomeSummary": "audit_outcomesummary",
+    "audit.PartitionState": "audit_partitionstate",
     "audit.StudyFreeze": "audit_studyfreeze",
     "audit.Release": "audit_release",
     "annotator.Assignment": "annotator_assignment",

@@ -23,8 +23,10 @@ from audit.queueing import (
     OUTCOMES_SWEEP,
     RETRY,
     STUDY_GATE_REFRESH,
+    STUDY_OUTCOMES_REFRESH,
     STUDY_REPORT_REFRESH,
     queue_job,
+    queue_job_once,
 )
 
 
@@ -42,6 +44,7 @@ def label_submitted(label_id: int) -> str:
         label_outcome(label=consensus)
     queue_job(STUDY_GATE_REFRESH, label.study_id)
     queue_job(STUDY_REPORT_REFRESH, label.study_id)
+    queue_job_once(STUDY_OUTCOMES_REFRESH, label.study_id)
     return state
 
 
@@ -50,6 +53,7 @@ def label_adjudicated(label_id: int) -> None:
     label = Label.objects.select_related("unit").get(pk=label_id)
     label_outcome(label=label)
     queue_job(STUDY_GATE_REFRESH, label.study_id)
+    queue_job_once(STUDY_OUTCOMES_REFRESH, label.study_id)
 
 
 @shared_task(name=OUTCOMES_SWEEP, **RETRY)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.core.exceptions import ObjectDoesNotExist
+from django.core.paginator import Paginator
+from django.db import connection
 from django.http import HttpRequest
+from django.utils.functional import cached_property
 
 from audit.archive.models import (
     AnswerSnapshot,
@@ -17,9 +20,39 @@ from audit.archive.models import (
     Unit,
 )
 
+#: Above this many rows (by PostgreSQL's statistics) an unfiltered changelist shows the
+#: statistics' estimate instead of counting.
+ESTIMATE_ABOVE = 10_000
+
+
+class EstimatedCountPaginator(Paginator):
+    """Pages of a changelist whose table grows with studies. Unfiltered, a large table's
+    rows are counted from PostgreSQL's statistics (``pg_class.reltuples``, kept by
+    autovacuum): an exact count reads the whole table, and snapshots hold whole pages of
+    text. A filtered or small list is counted exactly."""
+
+    @cached_property
+    def count(self) -> int:
+        rows = self.object_list
+        if connection.vendor == "postgresql" and not rows.query.where:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                    [connection.ops.quote_name(rows.model._meta.db_table)],
+                )
+                found = cursor.fetchone()
+            if found and found[0] > ESTIMATE_ABOVE:
+                return int(found[0])
+        return super().count
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows written only by the application: no add, change or delete in the admin."""
+    """Rows written only by the application: no add, change or delete in the admin.
+    Their tables grow with studies, so a changelist never counts a whole table (see
+    ``EstimatedCountPaginator``; no "show all" count either)."""
+
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -103,3 +103,21 @@ class StudyGate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug}: {self.reached or 'no stage'}"
+
+
+class OutcomeSummary(models.Model):
+    """A large study's outcome counts as a worker last counted them, with the mark of
+    what they counted (``audit.ledger.selectors.outcomes_mark``). The outcomes page of a
+    study with more labels than ``OUTCOMES_INLINE_LABELS`` shows these, saying when they
+    were counted and whether newer labels are being counted; a smaller study's page counts
+    in the request itself."""
+
+    study = models.OneToOneField(
+        Study, primary_key=True, on_delete=models.CASCADE, related_name="outcome_summary"
+    )
+    mark = models.CharField(max_length=200)
+    data = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"outcomes of study {self.study_id} ({self.mark})"

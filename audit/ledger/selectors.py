@@ -16,12 +16,14 @@ Numbers of a sealed partition (``partition_sealed``) are never computed into a t
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.conf import settings
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from annotator.labelling.models import Label, LabelKind
@@ -31,12 +33,13 @@ from audit.archive.selectors import codebook_registry
 from audit.contract import check_record, policy_action
 from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW, VERDICTS
 from audit.ledger.gate import STAGE_LABELS, STAGES, claim_boundary
-from audit.ledger.models import LedgerEntry, StudyGate
+from audit.ledger.models import LedgerEntry, OutcomeSummary, StudyGate
 from audit.partitions.selectors import (
     PARTITION_KEYS,
     PARTITION_LABELS,
     UNASSIGNED,
     partition_sealed,
+    partitions_mark,
 )
 
 POLICIES = ("complete_case", "short_circuit")
@@ -460,18 +463,44 @@ def review_row(values: Sequence[Any]) -> ReviewRow:
     )
 
 
+#: The outcomes page lists this many CONTEXTUALIZE/REVIEW units; the CSV has them all.
+REVIEW_LIST_LIMIT = 200
+
+
 @dataclass(frozen=True)
 class StudyOutcomes:
     is_tuple: bool
     final: list[PartitionTable]
     independent: list[PartitionTable]
     sealed_partitions: list[str]
+    review: list[ReviewRow] = field(default_factory=list)  # the first REVIEW_LIST_LIMIT
+    review_total: int = 0
+    #: Counted by a worker (a large study): when, and whether newer labels, ledger
+    #: entries, units or partitions have come since. None: counted in this request.
+    counted_at: Any = None
+    stale: bool = False
+    counting: bool = False  # a large study whose counts no worker has stored yet
+
+    @property
+    def review_more(self) -> int:
+        return max(0, self.review_total - len(self.review))
 
 
-def study_outcomes(*, study: Study) -> StudyOutcomes:
-    """The outcome tables of the outcomes page and its downloads, in four queries."""
-    data = outcomes_fetch(study=study)
+def _review_first(study: Study, sealed: Callable[[str], bool]) -> tuple[list[ReviewRow], int]:
+    rows = review_rows(study=study, sealed=sealed)
+    first = [review_row(values) for values in rows[: REVIEW_LIST_LIMIT + 1]]
+    if len(first) <= REVIEW_LIST_LIMIT:
+        return first, len(first)
+    return first[:REVIEW_LIST_LIMIT], rows.count()
 
+
+def _tables(
+    study: Study,
+    data: OutcomeData,
+    review: list[ReviewRow],
+    review_total: int,
+    **state: Any,
+) -> StudyOutcomes:
     def sealed(partition: str) -> bool:
         return partition_sealed(study, partition)
 
@@ -480,7 +509,116 @@ def study_outcomes(*, study: Study) -> StudyOutcomes:
         final=outcome_tables(data, data.final, sealed=sealed, finals=True),
         independent=outcome_tables(data, data.independent, sealed=sealed, finals=False),
         sealed_partitions=[key for key in PARTITION_KEYS if data.units.get(key) and sealed(key)],
+        review=[row for row in review if not sealed(row.partition)],
+        review_total=review_total,
+        **state,
     )
+
+
+def study_outcomes(*, study: Study) -> StudyOutcomes:
+    """The study's outcome tables and the first units to review, counted now (about
+    five queries, each a grouped or limited one)."""
+    data = outcomes_fetch(study=study)
+    review: list[ReviewRow] = []
+    total = 0
+    if data.codebook_unit == CodebookUnit.TUPLE:
+        review, total = _review_first(study, lambda key: partition_sealed(study, key))
+    return _tables(study, data, review, total)
+
+
+def outcomes_mark(*, study: Study) -> str:
+    """Changes whenever the outcome counts may: a new label (labels are append-only; a
+    unit changes state only with a label's job, which ends by queueing a recount), a new
+    ledger entry, new units, a change of partitions or the freeze. Three short queries."""
+    last_label = (
+        Label.objects.filter(study=study).order_by("-id").values_list("id", flat=True).first()
+    )
+    last_seq = (
+        LedgerEntry.objects.filter(study=study)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    units = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    return (
+        f"{last_label or 0}:{last_seq or 0}:{units['n']}:{units['last'] or 0}:"
+        f"{partitions_mark(study)}"
+    )
+
+
+def outcomes_counted_inline(*, study: Study) -> bool:
+    """Whether the study is small enough to count its outcomes in a request."""
+    limit = getattr(settings, "OUTCOMES_INLINE_LABELS", 20_000)
+    return not Label.objects.filter(study=study).values("id")[limit : limit + 1].exists()
+
+
+def summary_data(study: Study) -> dict[str, Any]:
+    """What a worker stores for a large study (``OutcomeSummary.data``): every count the
+    tables need (sealed partitions included: the tables hide them when shown) and the
+    first units to review outside sealed partitions, as JSON. The freeze moves the mark
+    on, so a summary counted before it is recounted."""
+    data = outcomes_fetch(study=study)
+    review: list[ReviewRow] = []
+    total = 0
+    if data.codebook_unit == CodebookUnit.TUPLE:
+        review, total = _review_first(study, lambda key: partition_sealed(study, key))
+
+    def group(g: GroupRow) -> list[Any]:
+        outcome = None
+        if g.outcome is not None:
+            o = g.outcome
+            outcome = [o.ok, o.endpoint, o.short_circuit, o.action]
+        return [g.partition, g.source_role, outcome, g.records, list(g.verdicts)]
+
+    return {
+        "codebook_unit": data.codebook_unit,
+        "answerability_policy": data.answerability_policy,
+        "source_roles": [list(pair) for pair in data.source_roles],
+        "units": data.units,
+        "awaiting": data.awaiting,
+        "final": [group(g) for g in data.final],
+        "independent": [group(g) for g in data.independent],
+        "review": [list(dataclasses.astuple(row)) for row in review],
+        "review_total": total,
+    }
+
+
+def _from_summary(study: Study, stored: dict[str, Any], **state: Any) -> StudyOutcomes:
+    def group(row: list[Any]) -> GroupRow:
+        partition, role, outcome, records, verdicts = row
+        return GroupRow(
+            partition=partition,
+            source_role=role,
+            outcome=Outcome(*outcome) if outcome is not None else None,
+            records=records,
+            verdicts=tuple(verdicts),
+        )
+
+    data = OutcomeData(
+        codebook_unit=stored["codebook_unit"],
+        answerability_policy=stored["answerability_policy"],
+        source_roles=tuple(tuple(pair) for pair in stored["source_roles"]),
+        units=stored["units"],
+        awaiting=stored["awaiting"],
+        final=tuple(group(row) for row in stored["final"]),
+        independent=tuple(group(row) for row in stored["independent"]),
+    )
+    review = [ReviewRow(*row) for row in stored["review"]]
+    return _tables(study, data, review, stored["review_total"], **state)
+
+
+def study_outcomes_shown(*, study: Study) -> StudyOutcomes:
+    """What the outcomes page and its downloads show: counted now for a study of up to
+    ``OUTCOMES_INLINE_LABELS`` labels; for a larger one, the counts a worker stored, with
+    when, and whether they are behind (the caller queues a recount when they are)."""
+    if outcomes_counted_inline(study=study):
+        return study_outcomes(study=study)
+    summary = OutcomeSummary.objects.filter(study=study).first()
+    is_tuple = study.codebook.unit == CodebookUnit.TUPLE
+    if summary is None:
+        return StudyOutcomes(is_tuple, [], [], [], counting=True)
+    stale = summary.mark != outcomes_mark(study=study)
+    return _from_summary(study, summary.data, counted_at=summary.computed_at, stale=stale)
 
 
 # --- CSV ---------------------------------------------------------------------------------

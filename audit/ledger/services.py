@@ -12,7 +12,8 @@ from audit.conformance import SUITE_VERSION, run_suite
 from audit.contract import CHECKER_VERSION
 from audit.contract.canonical import canonical_digest
 from audit.ledger.gate import GateInputs, GateReport, evaluate_gate
-from audit.ledger.models import ConformanceRun, LedgerEntry, StudyGate
+from audit.ledger.models import ConformanceRun, LedgerEntry, OutcomeSummary, StudyGate
+from audit.ledger.selectors import outcomes_counted_inline, outcomes_mark, summary_data
 from audit.partitions.models import StudyFreeze
 from metrics.selectors import report_is_current
 
@@ -87,3 +88,20 @@ def gate_recompute(*, study: Study) -> GateReport:
         study=study, defaults={"reached": report.reached, "report": report.as_dict()}
     )
     return report
+
+
+def outcomes_summary_refresh(*, study: Study) -> str:
+    """Count a large study's outcomes and store them with the mark read before counting
+    (a label or entry that arrives meanwhile leaves the summary marked behind, so it is
+    counted again). A study small enough to count in a request stores nothing."""
+    if outcomes_counted_inline(study=study):
+        OutcomeSummary.objects.filter(study=study).delete()
+        return "inline"
+    mark = outcomes_mark(study=study)
+    stored = OutcomeSummary.objects.filter(study=study).values_list("mark", flat=True).first()
+    if stored == mark:
+        return "current"
+    OutcomeSummary.objects.update_or_create(
+        study=study, defaults={"mark": mark, "data": summary_data(study)}
+    )
+    return "counted"

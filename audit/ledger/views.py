@@ -22,19 +22,21 @@ from audit.ledger.selectors import (
     POLICY_LABELS,
     SEALED_NOTE,
     PartitionTable,
-    ReviewRow,
     outcome_csv_rows,
     record_detail,
     review_csv_rows,
     review_row,
     review_rows,
-    study_outcomes,
+    study_outcomes_shown,
 )
 from audit.partitions.selectors import partition_sealed
-from audit.queueing import STUDY_GATE_REFRESH, queue_job
+from audit.queueing import (
+    STUDY_GATE_REFRESH,
+    STUDY_OUTCOMES_REFRESH,
+    queue_job,
+    queue_job_once,
+)
 
-#: How many CONTEXTUALIZE/REVIEW units the page lists; the CSV download has them all.
-REVIEW_LIST_LIMIT = 200
 CSV_TABLES = ("final", "independent", "review")
 
 
@@ -216,7 +218,9 @@ def partition_chart(table: PartitionTable, *, is_tuple: bool) -> Chart | None:
 @require_GET
 def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
     study = study_get_for_researcher(user=request.user, slug=slug)
-    outcomes = study_outcomes(study=study)
+    outcomes = study_outcomes_shown(study=study)
+    if outcomes.stale or outcomes.counting:
+        queue_job_once(STUDY_OUTCOMES_REFRESH, study.pk)
     sections = [
         {
             "key": "final",
@@ -232,20 +236,12 @@ def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
             "tables": [(table, None) for table in outcomes.independent],
         },
     ]
-    review: list[ReviewRow] = []
-    review_more = 0
-    if outcomes.is_tuple:
-        rows = review_rows(study=study, sealed=lambda key: partition_sealed(study, key))
-        review = [review_row(values) for values in rows[: REVIEW_LIST_LIMIT + 1]]
-        if len(review) > REVIEW_LIST_LIMIT:
-            review = review[:REVIEW_LIST_LIMIT]
-            review_more = rows.count() - REVIEW_LIST_LIMIT
     context = {
         "study": study,
         "outcomes": outcomes,
         "sections": sections,
-        "review": review,
-        "review_more": review_more,
+        "review": outcomes.review,
+        "review_more": outcomes.review_more,
         "policy_labels": POLICY_LABELS,
         "actions": ACTIONS,
         "sealed_note": SEALED_NOTE,
@@ -265,7 +261,19 @@ def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
         rows = review_rows(study=study, sealed=lambda key: partition_sealed(study, key))
         values = rows.iterator(chunk_size=2000)
         return csv_stream_response(review_csv_rows(map(review_row, values)), file_name)
-    outcomes = study_outcomes(study=study)
+    outcomes = study_outcomes_shown(study=study)
+    if outcomes.stale or outcomes.counting:
+        queue_job_once(STUDY_OUTCOMES_REFRESH, study.pk)
+    if outcomes.counting:
+        response = HttpResponse(
+            "The outcomes of this study are being counted by a worker; try again shortly.\n",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Retry-After"] = "10"
+        return response
+    if outcomes.counted_at is not None:  # a large study: say when it was counted
+        file_name = file_name.replace(".csv", f"-as-of-{outcomes.counted_at:%Y%m%dT%H%M%SZ}.csv")
     tables = outcomes.final if table == "final" else outcomes.independent
     return csv_response(outcome_csv_rows(tables, is_tuple=outcomes.is_tuple), file_name)
 

@@ -339,10 +339,10 @@ def test_the_outcomes_page_takes_a_fixed_number_of_queries(
         label(study, people["ann_c"], values)
     Unit.objects.filter(study=study, partition__isnull=True).update(partition="calibration")
     assert count() == before
-    # Session, user, study with its codebook, membership, the freeze (is `test` still
-    # sealed?), units by partition and state, final and independent records grouped, and
-    # the first rows of the review list.
-    with django_assert_max_num_queries(10):
+    # Session, user, study with its codebook, membership, whether the study is small
+    # enough to count here, the freeze (is `test` still sealed?), units by partition and
+    # state, final and independent records grouped, and the first rows of the review list.
+    with django_assert_max_num_queries(11):
         client.get(outcomes_url(study))
 
 
@@ -516,3 +516,77 @@ def test_recompute_gate_command(study, people, world, capsys):
     assert "outc: structural" in capsys.readouterr().out
     with pytest.raises(Exception, match="no study 'nope'"):
         call_command("recompute_gate", "--study", "nope")
+
+
+# --- a large study: counted by a worker ------------------------------------------------
+
+
+def _numbers(outcomes):
+    return (outcomes.final, outcomes.independent, outcomes.review, outcomes.review_total)
+
+
+def test_a_large_studys_page_shows_what_a_worker_counted_and_says_when(
+    study, people, world, settings
+):
+    from audit.ledger.jobs import study_outcomes_refresh
+    from audit.ledger.models import OutcomeSummary
+    from audit.ledger.selectors import study_outcomes
+
+    exact = study_outcomes(study=study)  # counted in the request, as a small study is
+    settings.OUTCOMES_INLINE_LABELS = 3  # now this study counts as large
+    client = client_for(people["res"])
+    csv_url = reverse("study-outcomes-csv", args=[study.slug])
+
+    waiting = client.get(outcomes_url(study))
+    assert waiting.status_code == 200
+    assert waiting.context["outcomes"].counting
+    assert "counting them now" in waiting.content.decode()
+    assert 'hx-trigger="every 5s"' in waiting.content.decode()  # fills in by itself
+    busy = client.get(csv_url, {"table": "final"})
+    assert busy.status_code == 503
+    assert busy["Retry-After"] == "10"
+
+    assert study_outcomes_refresh.run(study.pk) == "counted"
+    assert study_outcomes_refresh.run(study.pk) == "current"  # nothing new: not recounted
+    shown = client.get(outcomes_url(study))
+    outcomes = shown.context["outcomes"]
+    assert (outcomes.counting, outcomes.stale) == (False, False)
+    assert _numbers(outcomes) == _numbers(exact)  # the same numbers, sealing included
+    assert outcomes.sealed_partitions == exact.sealed_partitions == ["test"]
+    assert "with every label so far" in shown.content.decode()
+    assert "hx-trigger" not in shown.content.decode()
+    download = client.get(csv_url, {"table": "final"})
+    assert download.status_code == 200
+    assert "-as-of-" in download["Content-Disposition"]
+    assert _rows(download.content.decode()) == _rows(
+        "".join(
+            ",".join(map(csv_cell, row)) + "\n"
+            for row in outcome_csv_rows(exact.final, is_tuple=True)
+        )
+    )
+
+    # A new label puts the stored counts behind: the page says so until the recount.
+    label(study, people["ann_b"], (1, 1, 1, 0))
+    behind = client.get(outcomes_url(study))
+    assert behind.context["outcomes"].stale
+    assert "newer labels are being counted" in behind.content.decode()
+    assert study_outcomes_refresh.run(study.pk) == "counted"
+    assert _numbers(client.get(outcomes_url(study)).context["outcomes"]) == _numbers(
+        study_outcomes(study=study)
+    )
+    # Back under the limit, the study is counted in the request and stores nothing.
+    settings.OUTCOMES_INLINE_LABELS = 10_000
+    assert study_outcomes_refresh.run(study.pk) == "inline"
+    assert not OutcomeSummary.objects.filter(study=study).exists()
+
+
+def test_a_burst_of_events_queues_one_recount(settings):
+    from audit.queueing import STUDY_OUTCOMES_REFRESH, debounce_release, queue_job_once
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    debounce_release(STUDY_OUTCOMES_REFRESH, 999_999)
+    assert queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    assert not queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    debounce_release(STUDY_OUTCOMES_REFRESH, 999_999)  # the job starts: events queue again
+    assert queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    debounce_release(STUDY_OUTCOMES_REFRESH, 999_999)

@@ -222,3 +222,24 @@ def test_a_count_over_two_joined_child_tables_is_caught(world):
             )
         )
     assert _rows_produced(statements) > ROWS_PER_STORED_ROW * _stored_rows()
+
+
+@pytest.mark.postgres
+def test_an_unfiltered_changelist_of_a_large_table_counts_from_statistics(world, monkeypatch):
+    """Snapshots hold whole pages of text: counting every row of the table for the
+    admin's paginator read it all. Above ESTIMATE_ABOVE rows the count is PostgreSQL's
+    estimate; a filtered list is still counted exactly."""
+    from audit.archive import admin as archive_admin
+
+    monkeypatch.setattr(archive_admin, "ESTIMATE_ABOVE", 3)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE audit_unit")
+    client = _client(world.admin)
+
+    _, statements = _get(client, reverse("admin:audit_unit_changelist"))
+    whole_counts = [
+        sql for sql, _ in statements if "COUNT(" in sql.upper() and "WHERE" not in sql.upper()
+    ]
+    assert whole_counts == []
+    _, statements = _get(client, reverse("admin:audit_unit_changelist") + "?state__exact=open")
+    assert any("COUNT(" in sql.upper() for sql, _ in statements)
