@@ -110,30 +110,63 @@ class PartitionOverview:
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
 
 
+#: The stored summary's shape: a summary stored in another shape is counted again.
+SUMMARY_FORMAT = 2
+
+
 def _units_key(study: Study, version: int) -> str:
     """What the stored partition summary depends on: the partition version, and the
     number and last id of the study's units (an import adds units). One query."""
     found = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
-    return f"{version}:{found['n']}:{found['last'] or 0}"
+    return f"{SUMMARY_FORMAT}:{version}:{found['n']}:{found['last'] or 0}"
 
 
-def _summary(study: Study) -> tuple[list[GroupCount], str]:
-    """The study's grouped unit counts and partition digest, from the stored summary
-    while its key matches, else computed (two whole-study queries) and stored: five
-    queries at most, two when stored."""
+#: The partitions page shows this many leaks, with this many unit digests per side; the
+#: stored summary keeps exactly those, so the page reads no unit to show them.
+PAGE_LEAKS = 25
+PAGE_UNITS = 12
+
+
+@dataclass(frozen=True)
+class _Summary:
+    groups: list[GroupCount]
+    partition_digest: str
+    samples: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]]
+
+    def sample(self, name: str, value: str, units: int) -> tuple[tuple[str, ...], ...]:
+        """The first ``units`` digests of each side of a leak, as stored."""
+        calibration, test = self.samples.get((name, value), ((), ()))
+        return calibration[:units], test[:units]
+
+
+def _summary(study: Study) -> _Summary:
+    """The study's grouped unit counts, partition digest and the page's leak samples,
+    from the stored summary while its key matches, else computed (whole-study queries)
+    and stored: at most eight queries, two when stored."""
     state = PartitionState.objects.filter(study=study).values("version", "summary_key").first()
     version = state["version"] if state else 0
     key = _units_key(study, version)
     if state and state["summary_key"] == key:
         stored = PartitionState.objects.values_list("summary", flat=True).get(study=study)
-        return [GroupCount(*row) for row in stored["groups"]], stored["partition_digest"]
+        return _Summary(
+            groups=[GroupCount(*row) for row in stored["groups"]],
+            partition_digest=stored["partition_digest"],
+            samples={
+                (name, value): (tuple(calibration), tuple(test))
+                for name, value, calibration, test in stored["samples"]
+            },
+        )
     groups = _group_counts(study)
     digest = _partition_digest(study)
+    shown = _leaks(study, leak_counts(groups), 0, PAGE_LEAKS, PAGE_UNITS)[:PAGE_LEAKS]
     summary = {
         "groups": [
             [g.partition, g.target_family, g.domain, g.template_id, g.units] for g in groups
         ],
         "partition_digest": digest,
+        "samples": [
+            [leak.field, leak.value, list(leak.calibration), list(leak.test)] for leak in shown
+        ],
     }
     # One upsert that never moves the version: should a change commit meanwhile, the key
     # stored here names the older version and the next read counts again.
@@ -143,7 +176,11 @@ def _summary(study: Study) -> tuple[list[GroupCount], str]:
         unique_fields=["study"],
         update_fields=["summary_key", "summary"],
     )
-    return groups, digest
+    return _Summary(
+        groups=groups,
+        partition_digest=digest,
+        samples={(leak.field, leak.value): (leak.calibration, leak.test) for leak in shown},
+    )
 
 
 def partitions_changed(study: Study) -> None:
@@ -169,9 +206,29 @@ def partition_overview(
     hold the digests of their units, the first ``units_shown`` per side (None: all). The
     freeze preview (``with_contents``) reads the (digest, partition) pairs for its digest.
     """
-    groups, partition_digest_now = _summary(study)
+    summary = _summary(study)
+    groups, partition_digest_now = summary.groups, summary.partition_digest
     counts = partition_counts_of(groups)
-    leaks = _leaks(study, leak_counts(groups), leaks_from, leaks_shown, units_shown)
+    sampled = (
+        leaks_from == 0
+        and leaks_shown is not None
+        and leaks_shown <= PAGE_LEAKS
+        and units_shown is not None
+        and 0 < units_shown <= PAGE_UNITS
+    )
+    if sampled:  # the page's leaks: stored with the summary
+        leaks = [
+            Leak(
+                name,
+                value,
+                *summary.sample(name, value, units_shown if number < leaks_shown else 0),
+                calibration_units=calibration,
+                test_units=test,
+            )
+            for number, (name, value, calibration, test) in enumerate(leak_counts(groups))
+        ]
+    else:
+        leaks = _leaks(study, leak_counts(groups), leaks_from, leaks_shown, units_shown)
     freeze = study_freeze_get(study=study)
     contents = None
     if freeze is None and with_contents:

@@ -30,6 +30,8 @@ from audit.partitions.leakage import Leak, leakage_summary
 from audit.partitions.rules import FIELD_LABELS, FIELD_PLURALS, GROUP_FIELDS
 from audit.partitions.selectors import PARTITION_LABELS
 from audit.partitions.services import (
+    PAGE_LEAKS,
+    PAGE_UNITS,
     STUDY_FROZEN,
     FileOutcome,
     PartitionError,
@@ -45,8 +47,8 @@ from audit.partitions.services import (
 )
 
 #: How many leaking groups, and units per side of one, the page lists (the API lists all).
-LEAKS_SHOWN = 100
-UNITS_SHOWN = 12
+LEAKS_SHOWN = PAGE_LEAKS
+UNITS_SHOWN = PAGE_UNITS
 STEP_PREVIEW = "preview"
 STEP_APPLY = "apply"
 
