@@ -16,9 +16,14 @@ If the broker cannot be reached the write still stands; the periodic sweep
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from celery import current_app
 from django.db import DatabaseError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from audit.ledger.models import StudyGate
 
 logger = logging.getLogger("claimgate.jobs")
 
@@ -78,3 +83,29 @@ def queue_job(name: str, *args: object) -> None:
             logger.warning("could not queue %s%r; the sweep will catch up", name, args)
 
     transaction.on_commit(send)
+
+
+#: A gate refresh queued this long ago and still not started is taken as lost (the
+#: broker was down, the message dropped): the next request queues another.
+GATE_REFRESH_STALE_SECONDS = 300
+
+
+def queue_gate_refresh(study_id: int) -> bool:
+    """Queue the study's gate refresh (``STUDY_GATE_REFRESH``) unless one is already
+    queued and not yet started. Every event that can change a gate calls this — a
+    submission, an adjudication, a report, a partition change, a freeze — so a burst of
+    a thousand submissions queues one refresh, not a thousand: the first request marks
+    the study's gate row (one conditional UPDATE, in the caller's transaction), the rest
+    find the mark and queue nothing, and the job clears the mark when it starts, so that a
+    change committed during a run is refreshed by a run of its own. True when queued."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=GATE_REFRESH_STALE_SECONDS)
+    marked = (
+        StudyGate.objects.filter(study_id=study_id)
+        .filter(Q(refresh_requested_at__isnull=True) | Q(refresh_requested_at__lt=stale))
+        .update(refresh_requested_at=now)
+    )
+    if not marked and StudyGate.objects.filter(study_id=study_id).exists():
+        return False  # a refresh is queued and has not started: it will see this change
+    queue_job(STUDY_GATE_REFRESH, study_id)
+    return True

@@ -27,7 +27,7 @@ from audit.ledger.selectors import (
     review_csv_rows,
     study_outcomes,
 )
-from audit.queueing import STUDY_GATE_REFRESH, queue_job
+from audit.queueing import queue_gate_refresh
 
 #: How many CONTEXTUALIZE/REVIEW units the page lists; the CSV download has them all.
 REVIEW_LIST_LIMIT = 200
@@ -276,11 +276,16 @@ def study_record(request: HttpRequest, slug: str, digest: str) -> HttpResponse:
 @login_required
 @require_POST
 def study_gate_recompute(request: HttpRequest, slug: str) -> HttpResponse:
+    """Ask for a refresh now. Never needed for the gate to be true: it refreshes itself
+    after every event that can change it (audit.queueing.queue_gate_refresh)."""
     study = study_get_for_researcher(user=request.user, slug=slug)
-    queue_job(STUDY_GATE_REFRESH, study.pk)
+    queued = queue_gate_refresh(study.pk)
     messages.success(
         request,
         "The validation gate is being recomputed by a worker; the panel shows the result "
+        "once it has run."
+        if queued
+        else "A refresh of the validation gate is already queued; the panel shows the result "
         "once it has run.",
     )
     return redirect(reverse("study-detail", args=[study.slug]) + "#gate")

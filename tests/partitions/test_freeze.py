@@ -9,7 +9,14 @@ from django.db import IntegrityError, connection, transaction
 
 from audit.archive.models import Observation, Pipeline, Study, Unit
 from audit.contract.canonical import canonical_digest
-from audit.ledger.gate import STAGES, GateInputs, evaluate_gate
+from audit.ledger.gate import (
+    NO_RELIABILITY,
+    STAGES,
+    FieldAlpha,
+    GateInputs,
+    ReliabilityInputs,
+    evaluate_gate,
+)
 from audit.ledger.services import gate_inputs
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import LEAKAGE, NO_UNITS, UNASSIGNED_UNITS, ShareRule, ValuesRule
@@ -211,6 +218,15 @@ def test_the_freeze_preview_is_what_the_freeze_records(study, people):
 # --- the gate's last stage ------------------------------------------------------------
 
 
+REPORTED = ReliabilityInputs(
+    computed=True,
+    current=True,
+    alphas=(FieldAlpha("I", "I", "unassisted", 0.9, 0.8, 0.95),),
+    tentative=0.667,
+    firm=0.8,
+)
+
+
 def met_inputs(**changes) -> GateInputs:
     values = {
         "checker_version": "1",
@@ -220,7 +236,7 @@ def met_inputs(**changes) -> GateInputs:
         "units_total": 5,
         "units_fully_labelled": 5,
         "overlap": 2,
-        "reliability_reported": True,
+        "reliability": REPORTED,
         "units_disputed": 0,
         "units_adjudicated": 1,
         "frozen": True,
@@ -237,7 +253,7 @@ def test_the_gate_reaches_frozen_only_with_every_stage_before_it_met():
         ({"conformance_passed": None}, None),
         ({"records_refused": 1}, "conformance"),
         ({"units_fully_labelled": 4}, "structural"),
-        ({"reliability_reported": False}, "independent_labels"),
+        ({"reliability": NO_RELIABILITY}, "independent_labels"),
         ({"units_disputed": 1}, "reliability_reported"),
     ):
         report = evaluate_gate(met_inputs(**unmet))
