@@ -16,6 +16,9 @@ If the broker cannot be reached the write still stands; the periodic sweep
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 
 from celery import current_app
@@ -70,17 +73,58 @@ def _run_here(name: str, args: tuple[object, ...]) -> None:
         logger.exception("job %s%r failed; the sweep will catch up", name, args)
 
 
+#: Inside :func:`jobs_deferred`: the jobs committed and not yet sent, in order and as a set.
+_deferred: ContextVar[tuple[list[tuple[str, tuple]], set[tuple[str, tuple]]] | None] = ContextVar(
+    "claimgate_jobs_deferred", default=None
+)
+
+
+@contextmanager
+def jobs_deferred() -> Iterator[None]:
+    """Collect the jobs queued inside (once committed), each distinct job once, and send
+    them when the block ends, in order. In eager mode the jobs a deferred job queues are
+    collected too, so that a bulk write (``load_demo``'s labels) runs each follow-up once —
+    one reliability report and one gate refresh after every label's own job — instead
+    of once per label."""
+    state: tuple[list[tuple[str, tuple]], set[tuple[str, tuple]]] = ([], set())
+    token = _deferred.set(state)
+    try:
+        yield
+        pending, waiting = state
+        while pending:
+            name, args = pending.pop(0)
+            waiting.discard((name, args))  # queued again from now on, it runs again
+            _send(name, args)
+    finally:
+        _deferred.reset(token)
+
+
+def _send(name: str, args: tuple) -> None:
+    if current_app.conf.task_always_eager:
+        _run_here(name, args)
+        return
+    try:
+        current_app.send_task(name, args=args, retry=False)
+    except Exception:  # the broker is down or refuses: never lose the write
+        logger.warning("could not queue %s%r; the sweep will catch up", name, args)
+
+
 def queue_job(name: str, *args: object) -> None:
     """Queue the job registered as ``name`` once the current transaction commits."""
+    deferred = _deferred.get()
+    if deferred is not None:
+        pending, waiting = deferred
+
+        def collect() -> None:
+            if (name, args) not in waiting:
+                waiting.add((name, args))
+                pending.append((name, args))
+
+        transaction.on_commit(collect)
+        return
 
     def send() -> None:
-        if current_app.conf.task_always_eager:
-            _run_here(name, args)
-            return
-        try:
-            current_app.send_task(name, args=args, retry=False)
-        except Exception:  # the broker is down or refuses: never lose the write
-            logger.warning("could not queue %s%r; the sweep will catch up", name, args)
+        _send(name, args)
 
     transaction.on_commit(send)
 
