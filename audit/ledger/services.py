@@ -120,8 +120,9 @@ def _gate_run_start(study: Study) -> int:
     """Take the study's next gate run number and clear its pending refresh request, so
     that a change committed from now on queues a refresh of its own."""
     with transaction.atomic():
+        # By id: an instance would get this unfinished row cached as its ``gate``.
         gate, _ = StudyGate.objects.select_for_update().get_or_create(
-            study=study, defaults={"reached": None, "report": {}}
+            study_id=study.pk, defaults={"reached": None, "report": {}}
         )
         gate.runs += 1
         gate.refresh_requested_at = None
