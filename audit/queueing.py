@@ -16,10 +16,18 @@ If the broker cannot be reached the write still stands; the periodic sweep
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import timedelta
 
 from celery import current_app
 from django.core.cache import cache
 from django.db import DatabaseError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from audit.ledger.models import StudyGate
 
 logger = logging.getLogger("claimgate.jobs")
 
@@ -68,17 +76,58 @@ def _run_here(name: str, args: tuple[object, ...]) -> None:
         logger.exception("job %s%r failed; the sweep will catch up", name, args)
 
 
+#: Inside :func:`jobs_deferred`: the jobs committed and not yet sent, in order and as a set.
+_deferred: ContextVar[tuple[list[tuple[str, tuple]], set[tuple[str, tuple]]] | None] = ContextVar(
+    "claimgate_jobs_deferred", default=None
+)
+
+
+@contextmanager
+def jobs_deferred() -> Iterator[None]:
+    """Collect the jobs queued inside (once committed), each distinct job once, and send
+    them when the block ends, in order. In eager mode the jobs a deferred job queues are
+    collected too, so that a bulk write (``load_demo``'s labels) runs each follow-up once —
+    one reliability report and one gate refresh after every label's own job — instead
+    of once per label."""
+    state: tuple[list[tuple[str, tuple]], set[tuple[str, tuple]]] = ([], set())
+    token = _deferred.set(state)
+    try:
+        yield
+        pending, waiting = state
+        while pending:
+            name, args = pending.pop(0)
+            waiting.discard((name, args))  # queued again from now on, it runs again
+            _send(name, args)
+    finally:
+        _deferred.reset(token)
+
+
+def _send(name: str, args: tuple) -> None:
+    if current_app.conf.task_always_eager:
+        _run_here(name, args)
+        return
+    try:
+        current_app.send_task(name, args=args, retry=False)
+    except Exception:  # the broker is down or refuses: never lose the write
+        logger.warning("could not queue %s%r; the sweep will catch up", name, args)
+
+
 def queue_job(name: str, *args: object) -> None:
     """Queue the job registered as ``name`` once the current transaction commits."""
+    deferred = _deferred.get()
+    if deferred is not None:
+        pending, waiting = deferred
+
+        def collect() -> None:
+            if (name, args) not in waiting:
+                waiting.add((name, args))
+                pending.append((name, args))
+
+        transaction.on_commit(collect)
+        return
 
     def send() -> None:
-        if current_app.conf.task_always_eager:
-            _run_here(name, args)
-            return
-        try:
-            current_app.send_task(name, args=args, retry=False)
-        except Exception:  # the broker is down or refuses: never lose the write
-            logger.warning("could not queue %s%r; the sweep will catch up", name, args)
+        _send(name, args)
 
     transaction.on_commit(send)
 
@@ -105,3 +154,29 @@ def queue_job_once(name: str, study_id: int) -> bool:
 
 def debounce_release(name: str, study_id: int) -> None:
     cache.delete(debounce_key(name, study_id))
+
+
+#: A gate refresh queued this long ago and still not started is taken as lost (the
+#: broker was down, the message dropped): the next request queues another.
+GATE_REFRESH_STALE_SECONDS = 300
+
+
+def queue_gate_refresh(study_id: int) -> bool:
+    """Queue the study's gate refresh (``STUDY_GATE_REFRESH``) unless one is already
+    queued and not yet started. Every event that can change a gate calls this — a
+    submission, an adjudication, a report, a partition change, a freeze — so a burst of
+    a thousand submissions queues one refresh, not a thousand: the first request marks
+    the study's gate row (one conditional UPDATE, in the caller's transaction), the rest
+    find the mark and queue nothing, and the job clears the mark when it starts, so that a
+    change committed during a run is refreshed by a run of its own. True when queued."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=GATE_REFRESH_STALE_SECONDS)
+    marked = (
+        StudyGate.objects.filter(study_id=study_id)
+        .filter(Q(refresh_requested_at__isnull=True) | Q(refresh_requested_at__lt=stale))
+        .update(refresh_requested_at=now)
+    )
+    if not marked and StudyGate.objects.filter(study_id=study_id).exists():
+        return False  # a refresh is queued and has not started: it will see this change
+    queue_job(STUDY_GATE_REFRESH, study_id)
+    return True

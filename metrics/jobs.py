@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from audit.archive.models import Study
-from audit.queueing import RETRY, STUDY_GATE_REFRESH, STUDY_REPORT_REFRESH, queue_job
+from audit.queueing import RETRY, STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
 from metrics.models import ReportStatus, StudyReport
 from metrics.services import report_refresh
 
@@ -24,5 +24,5 @@ def study_report_refresh(study_id: int) -> str:
         queue_job(STUDY_REPORT_REFRESH, study_id)  # left over after MAX_RUNS_PER_REFRESH
     if report is None:
         return "debounced"
-    queue_job(STUDY_GATE_REFRESH, study_id)
+    queue_gate_refresh(study_id)
     return report.status

@@ -22,9 +22,9 @@ from audit.queueing import (
     LABEL_SUBMITTED,
     OUTCOMES_SWEEP,
     RETRY,
-    STUDY_GATE_REFRESH,
     STUDY_OUTCOMES_REFRESH,
     STUDY_REPORT_REFRESH,
+    queue_gate_refresh,
     queue_job,
     queue_job_once,
 )
@@ -42,8 +42,8 @@ def label_submitted(label_id: int) -> str:
     state, consensus = unit_state_recompute(unit=label.unit)
     if consensus is not None:
         label_outcome(label=consensus)
-    queue_job(STUDY_GATE_REFRESH, label.study_id)
-    queue_job(STUDY_REPORT_REFRESH, label.study_id)
+    queue_job(STUDY_REPORT_REFRESH, label.study_id)  # which refreshes the gate once done
+    queue_gate_refresh(label.study_id)
     queue_job_once(STUDY_OUTCOMES_REFRESH, label.study_id)
     return state
 
@@ -52,7 +52,7 @@ def label_submitted(label_id: int) -> str:
 def label_adjudicated(label_id: int) -> None:
     label = Label.objects.select_related("unit").get(pk=label_id)
     label_outcome(label=label)
-    queue_job(STUDY_GATE_REFRESH, label.study_id)
+    queue_gate_refresh(label.study_id)
     queue_job_once(STUDY_OUTCOMES_REFRESH, label.study_id)
 
 
@@ -70,5 +70,5 @@ def outcomes_sweep(limit: int = 1000) -> int:
             label_outcome(label=label)
         studies.add(label.study_id)
     for study_id in sorted(studies):
-        queue_job(STUDY_GATE_REFRESH, study_id)
+        queue_gate_refresh(study_id)
     return len(missing)

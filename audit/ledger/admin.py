@@ -113,8 +113,15 @@ class LedgerEntryAdmin(ReadOnlyAdmin):
 @admin.register(StudyGate)
 class StudyGateAdmin(ReadOnlyAdmin):
     list_display = ("study", "reached", "computed_at")
-    readonly_fields = ("study", "reached", "computed_at", "stages", "boundary")
-    exclude = ("report",)
+    readonly_fields = (
+        "study",
+        "reached",
+        "computed_at",
+        "refresh_requested_at",
+        "stages",
+        "boundary",
+    )
+    exclude = ("report", "runs", "computed_run")
 
     @admin.display(description="stages")
     def stages(self, obj: StudyGate) -> str:

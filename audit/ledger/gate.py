@@ -29,6 +29,93 @@ STAGE_LABELS = {
 }
 
 
+#: Reason codes of unmet stages (and of a met stage's caveat): tests assert on these.
+OVERLAP_BELOW_TWO = "overlap_below_two"
+UNITS_SHORT = "units_short"
+NO_UNITS = "no_units"
+NO_REPORT = "no_report"
+REPORT_OUTDATED = "report_outdated"
+NO_COEFFICIENTS = "no_coefficients"
+ALPHA_UNDEFINED = "alpha_undefined"
+BELOW_THRESHOLD = "below_threshold"
+
+#: How many units or fields a stage lists by name; the rest are counted.
+LISTED = 20
+
+
+@dataclass(frozen=True)
+class FieldAlpha:
+    """One field's headline Krippendorff's alpha (U as its own category) with its 95%
+    bootstrap interval over units, in one group of labels (unassisted or assisted)."""
+
+    field: str
+    label: str
+    group: str
+    value: float | None
+    low: float | None
+    high: float | None
+    reason: str | None = None  # why undefined (metrics.reliability REASON_* codes)
+
+    @property
+    def defined(self) -> bool:
+        return self.value is not None and self.low is not None and self.high is not None
+
+    @property
+    def name(self) -> str:
+        return self.field if self.group == "unassisted" else f"{self.field} ({self.group})"
+
+
+@dataclass(frozen=True)
+class ReliabilityInputs:
+    """The study's latest reliability report as the gate needs it, and its thresholds
+    (the frozen ones once the study is frozen)."""
+
+    computed: bool  # a report has been computed at all
+    current: bool  # ... on exactly the current independent labels
+    alphas: tuple[FieldAlpha, ...]
+    tentative: float
+    firm: float
+
+
+#: No report yet, the default thresholds.
+NO_RELIABILITY = ReliabilityInputs(False, False, (), 0.667, 0.8)
+
+
+def alphas_of_report(report: dict[str, Any], codebook_digest: str) -> tuple[FieldAlpha, ...]:
+    """Every field's headline alpha in a stored reliability report (the JSON value of
+    metrics.report_build, format 1), for the study's own codebook version: per group of
+    labels (unassisted, assisted), each compared item, then each claim-level item of an
+    answer codebook. Labels of another codebook version are never pooled, so they are
+    not the study's coefficients and are left out here."""
+    alphas: list[FieldAlpha] = []
+    for version in report.get("versions") or []:
+        if (version.get("codebook") or {}).get("digest") != codebook_digest:
+            continue
+        for group in version.get("groups") or []:
+            name = str(group.get("key") or "unassisted")
+            items = [(item, "") for item in group.get("items") or []]
+            claims = group.get("claims") or {}
+            items += [(item, "claims: ") for item in claims.get("items") or []]
+            for item, prefix in items:
+                summary = item.get("u_category") or {}
+                alpha = summary.get("alpha") or {}
+                reason = alpha.get("reason")
+                if summary.get("empty"):
+                    reason = "no_labels"
+                alphas.append(
+                    FieldAlpha(
+                        field=prefix + str(item.get("key")),
+                        label=str(item.get("label") or item.get("key")),
+                        group=name,
+                        value=alpha.get("value"),
+                        low=alpha.get("low"),
+                        high=alpha.get("high"),
+                        reason=reason,
+                    )
+                )
+    return tuple(alphas)
+
+
 @dataclass(frozen=True)
 class GateInputs:
     """Counts a selector gathers in a fixed number of queries."""
@@ -38,13 +125,14 @@ class GateInputs:
     records_total: int
     records_refused: int
     units_total: int
-    units_fully_labelled: int
+    units_fully_labelled: int  # units with at least k submitted independent labels
     overlap: int
-    reliability_reported: bool
+    reliability: ReliabilityInputs
     units_disputed: int
     units_adjudicated: int
     frozen: bool
     leakage: int = 0  # target families, domains or templates found in both partitions
+    units_short: tuple[str, ...] = ()  # digests of (the first LISTED) units with < k labels
 
 
 @dataclass(frozen=True)
@@ -53,6 +141,11 @@ class StageStatus:
     met: bool
     why: str
     counts: dict[str, Any] = field(default_factory=dict)
+    #: Reason code: why the stage is unmet, or a met stage's caveat (BELOW_THRESHOLD).
+    reason: str = ""
+    #: The units or fields behind the reason (at most LISTED), and how many more there are.
+    items: tuple[str, ...] = ()
+    items_more: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +155,133 @@ class GateReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"reached": self.reached, "stages": [asdict(stage) for stage in self.stages]}
+
+
+def _listed(names: list[str]) -> tuple[tuple[str, ...], int]:
+    return tuple(names[:LISTED]), max(0, len(names) - LISTED)
+
+
+def _number(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _alpha(alpha: FieldAlpha) -> float:
+    if alpha.value is None:
+        raise ValueError(f"alpha of {alpha.name} is undefined")
+    return alpha.value
+
+
+def _independent_labels(i: GateInputs) -> StageStatus:
+    counts = {"units": i.units_total, "fully_labelled": i.units_fully_labelled, "k": i.overlap}
+    if i.overlap < 2:
+        return StageStatus(
+            "independent_labels",
+            False,
+            f"overlap k = {i.overlap}: independent labels need at least two annotators per "
+            "unit (k ≥ 2); set the study's overlap to 2 or more",
+            counts,
+            reason=OVERLAP_BELOW_TWO,
+        )
+    if i.units_total == 0:
+        return StageStatus(
+            "independent_labels", False, "the study has no units", counts, reason=NO_UNITS
+        )
+    short = i.units_total - i.units_fully_labelled
+    if short:
+        items, _ = _listed(list(i.units_short))
+        return StageStatus(
+            "independent_labels",
+            False,
+            f"{short} of {i.units_total} units have fewer than {i.overlap} blinded, "
+            "submitted labels",
+            counts,
+            reason=UNITS_SHORT,
+            items=items,
+            items_more=max(0, short - len(items)),
+        )
+    return StageStatus(
+        "independent_labels",
+        True,
+        f"all {i.units_total} units have {i.overlap} blinded, submitted labels",
+        counts,
+    )
+
+
+def _reliability_reported(r: ReliabilityInputs) -> StageStatus:
+    thresholds = f"thresholds {_number(r.tentative)} tentative, {_number(r.firm)} firm"
+    counts: dict[str, Any] = {"tentative": r.tentative, "firm": r.firm}
+    if not r.computed:
+        return StageStatus(
+            "reliability_reported",
+            False,
+            "no reliability report has been computed yet",
+            counts,
+            reason=NO_REPORT,
+        )
+    if not r.current:
+        return StageStatus(
+            "reliability_reported",
+            False,
+            "the reliability report is out of date: the independent labels changed since "
+            "(a new one is computed by a worker)",
+            counts,
+            reason=REPORT_OUTDATED,
+        )
+    if not r.alphas:
+        return StageStatus(
+            "reliability_reported",
+            False,
+            "the reliability report has no coefficient for this codebook version",
+            counts,
+            reason=NO_COEFFICIENTS,
+        )
+    counts["fields"] = len(r.alphas)
+    undefined = [a for a in r.alphas if not a.defined]
+    if undefined:
+        names = [f"{a.name}: {a.reason or 'no interval'}" for a in undefined]
+        items, more = _listed(names)
+        return StageStatus(
+            "reliability_reported",
+            False,
+            f"Krippendorff's alpha or its interval is undefined for {len(undefined)} of "
+            f"{len(r.alphas)} fields (an undefined alpha is a reason, not a pass)",
+            {**counts, "undefined": len(undefined)},
+            reason=ALPHA_UNDEFINED,
+            items=items,
+            items_more=more,
+        )
+    below = [a for a in r.alphas if _alpha(a) < r.tentative]
+    tentative = [a for a in r.alphas if r.tentative <= _alpha(a) < r.firm]
+    counts.update({"below": len(below), "tentative_only": len(tentative)})
+    if below:
+        items, more = _listed([f"{a.name}: α = {_number(_alpha(a))}" for a in below])
+        return StageStatus(
+            "reliability_reported",
+            True,
+            f"reported, below threshold: {len(below)} of {len(r.alphas)} fields have α under "
+            f"the tentative threshold {_number(r.tentative)} ({thresholds})",
+            counts,
+            reason=BELOW_THRESHOLD,
+            items=items,
+            items_more=more,
+        )
+    if tentative:
+        items, more = _listed([f"{a.name}: α = {_number(_alpha(a))}" for a in tentative])
+        return StageStatus(
+            "reliability_reported",
+            True,
+            f"reported: every α reaches the tentative threshold; {len(tentative)} fields stay "
+            f"under the firm one ({thresholds})",
+            counts,
+            items=items,
+            items_more=more,
+        )
+    return StageStatus(
+        "reliability_reported",
+        True,
+        f"reported: every α with its interval reaches the firm threshold ({thresholds})",
+        counts,
+    )
 
 
 def evaluate_gate(inputs: GateInputs) -> GateReport:
@@ -88,21 +308,8 @@ def evaluate_gate(inputs: GateInputs) -> GateReport:
             else f"all {i.records_total} records conform to the contract",
             {"records": i.records_total, "refused": i.records_refused},
         ),
-        StageStatus(
-            "independent_labels",
-            i.units_total > 0 and i.units_fully_labelled == i.units_total,
-            f"{i.units_fully_labelled} of {i.units_total} units have {i.overlap} blinded, "
-            "submitted labels",
-            {"units": i.units_total, "fully_labelled": i.units_fully_labelled, "k": i.overlap},
-        ),
-        StageStatus(
-            "reliability_reported",
-            i.reliability_reported,
-            "coefficients with intervals are computed on the independent labels"
-            if i.reliability_reported
-            else "no reliability report on the current independent labels",
-            {},
-        ),
+        _independent_labels(i),
+        _reliability_reported(i.reliability),
         StageStatus(
             "adjudicated",
             labels_complete and i.units_disputed == 0,

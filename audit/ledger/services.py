@@ -5,17 +5,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from audit.archive.models import Study, Unit, UnitState
 from audit.conformance import SUITE_VERSION, run_suite
 from audit.contract import CHECKER_VERSION
 from audit.contract.canonical import canonical_digest
-from audit.ledger.gate import GateInputs, GateReport, evaluate_gate
+from audit.ledger.gate import (
+    LISTED,
+    GateInputs,
+    GateReport,
+    ReliabilityInputs,
+    alphas_of_report,
+    evaluate_gate,
+)
 from audit.ledger.models import ConformanceRun, LedgerEntry, OutcomeSummary, StudyGate
 from audit.ledger.selectors import outcomes_counted_inline, outcomes_mark, summary_data
+from audit.partitions.freeze import reliability_thresholds, thresholds_with_defaults
 from audit.partitions.models import StudyFreeze
-from metrics.selectors import report_is_current
+from metrics.selectors import labels_digest, report_latest_done
 
 
 @dataclass(frozen=True)
@@ -42,8 +52,27 @@ def conformance_record(*, force: bool = False) -> ConformanceOutcome:
     return ConformanceOutcome(run, True)
 
 
+def gate_reliability(*, study: Study, freeze: StudyFreeze | None) -> ReliabilityInputs:
+    """The latest reliability report's alphas, whether it is on the current independent
+    labels, and the thresholds: the frozen ones once frozen, else the study's own (with
+    the defaults where unset)."""
+    thresholds = freeze.thresholds if freeze else thresholds_with_defaults(study.thresholds or {})
+    tentative, firm = reliability_thresholds(thresholds)
+    report = report_latest_done(study=study)
+    if report is None:
+        return ReliabilityInputs(False, False, (), tentative, firm)
+    return ReliabilityInputs(
+        computed=True,
+        current=report.labels_digest == labels_digest(study=study),
+        alphas=alphas_of_report(report.report or {}, study.codebook.digest),
+        tentative=tentative,
+        firm=firm,
+    )
+
+
 def gate_inputs(*, study: Study) -> GateInputs:
-    """Everything the gate needs, in four queries."""
+    """Everything the gate needs, in a fixed number of queries (the labels' digest reads
+    the study's current independent labels)."""
     run = ConformanceRun.objects.filter(checker_version=CHECKER_VERSION).first()
     records = LedgerEntry.objects.filter(study=study).aggregate(
         total=Count("id"), refused=Count("id", filter=Q(ok=False))
@@ -54,6 +83,15 @@ def gate_inputs(*, study: Study) -> GateInputs:
         disputed=Count("id", filter=Q(state=UnitState.DISPUTED)),
         adjudicated=Count("id", filter=Q(state=UnitState.ADJUDICATED)),
     )
+    short: tuple[str, ...] = ()
+    if study.overlap >= 2 and units["fully_labelled"] < units["total"]:
+        short = tuple(
+            Unit.objects.filter(study=study, submitted_count__lt=study.overlap)
+            .order_by("id")
+            .values_list("digest", flat=True)[:LISTED]
+        )
+    # Partitions cannot change once frozen (trigger), and freezing refuses leakage.
+    freeze = StudyFreeze.objects.filter(study=study).first()
     return GateInputs(
         checker_version=CHECKER_VERSION,
         conformance_passed=run.passed if run else None,
@@ -62,30 +100,49 @@ def gate_inputs(*, study: Study) -> GateInputs:
         units_total=units["total"],
         units_fully_labelled=units["fully_labelled"],
         overlap=study.overlap,
-        reliability_reported=report_is_current(study=study),
+        reliability=gate_reliability(study=study, freeze=freeze),
         units_disputed=units["disputed"],
         units_adjudicated=units["adjudicated"],
-        # Partitions cannot change once frozen (trigger), and freezing refuses leakage.
-        frozen=StudyFreeze.objects.filter(study=study).exists(),
+        frozen=freeze is not None,
+        units_short=short,
     )
 
 
 def gate_stored(*, study: Study) -> StudyGate:
-    """The study's stored gate (one query); computed and stored now if there is none."""
+    """The study's stored gate (one query); computed and stored now if it never was."""
     gate = StudyGate.objects.filter(study=study).first()
-    if gate is None:
+    if gate is None or not gate.report:
         gate_recompute(study=study)
         gate = StudyGate.objects.get(study=study)
     return gate
 
 
+def _gate_run_start(study: Study) -> int:
+    """Take the study's next gate run number and clear its pending refresh request, so
+    that a change committed from now on queues a refresh of its own."""
+    with transaction.atomic():
+        # By id: an instance would get this unfinished row cached as its ``gate``.
+        gate, _ = StudyGate.objects.select_for_update().get_or_create(
+            study_id=study.pk, defaults={"reached": None, "report": {}}
+        )
+        gate.runs += 1
+        gate.refresh_requested_at = None
+        gate.save(update_fields=["runs", "refresh_requested_at"])
+    return gate.runs
+
+
 def gate_recompute(*, study: Study) -> GateReport:
     """Recompute and store a study's gate (runs the conformance suite first if this
-    checker version has never been through it)."""
+    checker version has never been through it). Idempotent; a run whose inputs are older
+    than a stored run's does not overwrite it."""
     conformance_record()
+    run = _gate_run_start(study)
     report = evaluate_gate(gate_inputs(study=study))
-    StudyGate.objects.update_or_create(
-        study=study, defaults={"reached": report.reached, "report": report.as_dict()}
+    StudyGate.objects.filter(study=study, computed_run__lt=run).update(
+        reached=report.reached,
+        report=report.as_dict(),
+        computed_run=run,
+        computed_at=timezone.now(),
     )
     return report
 

@@ -31,9 +31,8 @@ from audit.ledger.selectors import (
 )
 from audit.partitions.selectors import partition_sealed
 from audit.queueing import (
-    STUDY_GATE_REFRESH,
     STUDY_OUTCOMES_REFRESH,
-    queue_job,
+    queue_gate_refresh,
     queue_job_once,
 )
 
@@ -297,11 +296,16 @@ def study_record(request: HttpRequest, slug: str, digest: str) -> HttpResponse:
 @login_required
 @require_POST
 def study_gate_recompute(request: HttpRequest, slug: str) -> HttpResponse:
+    """Ask for a refresh now. Never needed for the gate to be true: it refreshes itself
+    after every event that can change it (audit.queueing.queue_gate_refresh)."""
     study = study_get_for_researcher(user=request.user, slug=slug)
-    queue_job(STUDY_GATE_REFRESH, study.pk)
+    queued = queue_gate_refresh(study.pk)
     messages.success(
         request,
         "The validation gate is being recomputed by a worker; the panel shows the result "
+        "once it has run."
+        if queued
+        else "A refresh of the validation gate is already queued; the panel shows the result "
         "once it has run.",
     )
     return redirect(reverse("study-detail", args=[study.slug]) + "#gate")

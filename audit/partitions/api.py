@@ -14,6 +14,12 @@ from rest_framework.views import APIView
 
 from annotator.access import study_get_for_researcher
 from annotator.filters import StrictQueryParams
+from audit.partitions.freeze import (
+    RELIABILITY_FIRM,
+    RELIABILITY_TENTATIVE,
+    reliability_thresholds,
+    thresholds_with_defaults,
+)
 from audit.partitions.leakage import Leak
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import GROUP_FIELDS, ShareRule, ValuesRule
@@ -25,6 +31,7 @@ from audit.partitions.services import (
     partition_rule_apply,
     partition_rule_preview,
     study_freeze,
+    study_thresholds_set,
 )
 
 #: The partitions endpoint's leak list: leaks per page, and unit digests per side.
@@ -322,6 +329,78 @@ class PartitionFileApi(APIView):
         }
         code = status.HTTP_200_OK if outcome.applied else status.HTTP_400_BAD_REQUEST
         return Response(self.Output(body).data, status=code)
+
+
+class StudyThresholdsApi(APIView):
+    """The study's operating thresholds: named numbers, frozen with the study. Two of them
+    are what the validation gate compares every field's alpha with (``reliability_tentative``
+    and ``reliability_firm``, 0.667 and 0.8 unless set). PUT replaces them all; refused
+    (409, ``study_frozen``) once the study is frozen."""
+
+    class Body(serializers.Serializer):
+        thresholds = serializers.DictField(
+            child=serializers.JSONField(),
+            help_text='Named numbers, e.g. {"reliability_tentative": 0.7, '
+            '"reliability_firm": 0.8, "priority_review": 0.6}.',
+        )
+
+        class Meta:
+            ref_name = "StudyThresholdsInput"
+
+    class Output(serializers.Serializer):
+        study = serializers.SlugField()
+        frozen = serializers.BooleanField()
+        thresholds = serializers.DictField(
+            help_text="The thresholds, the reliability ones with their defaults filled in."
+        )
+        reliability_tentative = serializers.FloatField()
+        reliability_firm = serializers.FloatField()
+
+        class Meta:
+            ref_name = "StudyThresholds"
+
+    def _body(self, study: Any) -> dict[str, Any]:
+        thresholds = thresholds_with_defaults(study.thresholds or {})
+        tentative, firm = reliability_thresholds(thresholds)
+        return {
+            "study": study.slug,
+            "frozen": StudyFreeze.objects.filter(study=study).exists(),
+            "thresholds": thresholds,
+            RELIABILITY_TENTATIVE: tentative,
+            RELIABILITY_FIRM: firm,
+        }
+
+    @extend_schema(
+        responses={200: Output, 403: _FORBIDDEN, 404: _NOT_FOUND},
+        operation_id="study_thresholds_retrieve",
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        study = study_get_for_researcher(user=request.user, slug=slug)
+        return Response(self.Output(self._body(study)).data)
+
+    @extend_schema(
+        request=Body,
+        responses={
+            200: Output,
+            400: OpenApiResponse(ErrorOutput, description="Not a set of named numbers."),
+            403: _FORBIDDEN,
+            404: _NOT_FOUND,
+            409: _FROZEN,
+        },
+        operation_id="study_thresholds_update",
+    )
+    def put(self, request: Request, slug: str) -> Response:
+        study = study_get_for_researcher(user=request.user, slug=slug)
+        payload = self.Body(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            study = study_thresholds_set(
+                study=study, thresholds=payload.validated_data["thresholds"]
+            )
+        except PartitionError as exc:
+            frozen = exc.code == STUDY_FROZEN
+            return _error(exc, status.HTTP_409_CONFLICT if frozen else status.HTTP_400_BAD_REQUEST)
+        return Response(self.Output(self._body(study)).data)
 
 
 class StudyFreezeApi(APIView):

@@ -93,7 +93,10 @@ class ThresholdsForm(forms.Form):
     thresholds = forms.CharField(
         label="Operating thresholds (JSON object of named numbers)",
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
-        help_text='For example {"priority_review": 0.6}. Frozen with the study.',
+        help_text='For example {"priority_review": 0.6}. reliability_tentative and '
+        "reliability_firm (alphas between 0 and 1, by default 0.667 and 0.8) are what the "
+        "validation gate compares every field's Krippendorff's alpha with. Frozen with the "
+        "study.",
     )
 
     def clean_thresholds(self) -> Any:

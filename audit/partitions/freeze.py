@@ -44,6 +44,29 @@ def pipelines_normal(pipelines: Iterable[Mapping[str, str]]) -> list[dict[str, s
     return [rows[key] for key in sorted(rows)]
 
 
+#: The two reliability thresholds the gate compares every field's Krippendorff's alpha
+#: with (DESIGN.md, "Claim ledger and validation gate"): named operating thresholds of the
+#: study like any other, set before the freeze and frozen with it. Krippendorff's usual
+#: values are the defaults: tentative conclusions from 0.667, firm ones from 0.8.
+RELIABILITY_TENTATIVE = "reliability_tentative"
+RELIABILITY_FIRM = "reliability_firm"
+RELIABILITY_DEFAULTS = {RELIABILITY_TENTATIVE: 0.667, RELIABILITY_FIRM: 0.8}
+
+
+def reliability_thresholds(thresholds: Mapping[str, Any]) -> tuple[float, float]:
+    """(tentative, firm) of a study's thresholds, the defaults where one is not set."""
+    return (
+        float(thresholds.get(RELIABILITY_TENTATIVE, RELIABILITY_DEFAULTS[RELIABILITY_TENTATIVE])),
+        float(thresholds.get(RELIABILITY_FIRM, RELIABILITY_DEFAULTS[RELIABILITY_FIRM])),
+    )
+
+
+def thresholds_with_defaults(thresholds: Mapping[str, Any]) -> dict[str, Any]:
+    """The thresholds with the reliability ones filled in where not set: what a freeze
+    records, so that the frozen numbers never depend on this code's defaults."""
+    return {**RELIABILITY_DEFAULTS, **thresholds}
+
+
 def thresholds_problems(value: Any) -> list[str]:
     """Why ``value`` is not a set of operating thresholds: a JSON object of named, finite
     numbers (booleans are not numbers here). Empty: it is one."""
@@ -63,6 +86,14 @@ def thresholds_problems(value: Any) -> list[str]:
             problems.append(f"{name}: {json.dumps(number)} is not a number")
         elif not math.isfinite(number):
             problems.append(f"{name}: the value must be finite")
+        elif name in RELIABILITY_DEFAULTS and not 0 <= number <= 1:
+            problems.append(f"{name}: a reliability threshold is an alpha between 0 and 1")
+    if not problems:
+        tentative, firm = reliability_thresholds(value)
+        if tentative > firm:
+            problems.append(
+                f"{RELIABILITY_TENTATIVE} ({tentative}) must not exceed {RELIABILITY_FIRM} ({firm})"
+            )
     return problems
 
 

@@ -34,6 +34,7 @@ from audit.partitions.freeze import (
     freeze_contents_of,
     partition_digest,
     thresholds_problems,
+    thresholds_with_defaults,
 )
 from audit.partitions.leakage import Leak, leak_counts, leakage
 from audit.partitions.models import PartitionState, StudyFreeze
@@ -56,6 +57,7 @@ from audit.partitions.rules import (
     values_present_of,
     with_partitions,
 )
+from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
 
 ALREADY_FROZEN = "already_frozen"
 STUDY_FROZEN = "study_frozen"
@@ -235,7 +237,7 @@ def partition_overview(
         contents = freeze_contents_of(
             codebook_digest=study.codebook.digest,
             pipelines=_pipelines_in_use(study),
-            thresholds=study.thresholds or {},
+            thresholds=thresholds_with_defaults(study.thresholds or {}),
             partition_digest=partition_digest_now,
             partition_counts=counts,
             unassigned=counts[UNASSIGNED],
@@ -388,6 +390,13 @@ def partition_rule_preview(*, study: Study, rule: Rule) -> RulePreview:
 # --- writes ------------------------------------------------------------------------------
 
 
+def _partitions_changed(study: Study) -> None:
+    """What a partition change or a freeze sets off, once committed: the reliability
+    report (its labels are those outside the sealed partitions), then the gate."""
+    queue_job(STUDY_REPORT_REFRESH, study.pk)
+    queue_gate_refresh(study.pk)
+
+
 def _lock_unfrozen(study: Study, what: str) -> Study:
     """Lock the study row for the rest of the transaction; refuse if it is frozen."""
     locked = Study.objects.select_for_update().get(pk=study.pk)
@@ -411,6 +420,7 @@ def partition_rule_apply(*, study: Study, rule: Rule) -> RulePreview:
         units.filter(**{lookup: preview.test_values}).update(partition="test")
         units.exclude(**{lookup: preview.test_values}).update(partition="calibration")
         partitions_changed(study)
+        _partitions_changed(study)
     return preview
 
 
@@ -488,6 +498,7 @@ def partition_file_apply(*, study: Study, data: bytes, file_name: str = "") -> F
         for partition, digests in sorted(by_partition.items()):
             _set_partition(study, digests, partition)
         partitions_changed(study)
+        _partitions_changed(study)
     after = with_partitions(units, assignment)
     return FileOutcome(
         applied=True,
@@ -507,6 +518,7 @@ def study_thresholds_set(*, study: Study, thresholds: Any) -> Study:
     with transaction.atomic():
         _lock_unfrozen(study, "its thresholds")
         Study.objects.filter(pk=study.pk).update(thresholds=thresholds)
+        queue_gate_refresh(study.pk)  # it compares the alphas with the reliability ones
     study.thresholds = thresholds
     return study
 
@@ -528,7 +540,7 @@ def freeze_preview(*, study: Study) -> FreezeContents:
     return freeze_contents(
         codebook_digest=study.codebook.digest,
         pipelines=_pipelines_in_use(study),
-        thresholds=study.thresholds or {},
+        thresholds=thresholds_with_defaults(study.thresholds or {}),
         units=partition_units(study=study),
     )
 
@@ -554,6 +566,10 @@ def study_freeze(*, study: Study, user: AbstractBaseUser) -> StudyFreeze:
                 "Cannot freeze: " + "; ".join(sentence for _, sentence in problems) + ".",
                 code=problems[0][0],
             )
+        if contents.thresholds != (locked.thresholds or {}):
+            # The reliability thresholds' defaults become the study's own, frozen with it.
+            Study.objects.filter(pk=study.pk).update(thresholds=contents.thresholds)
+            study.thresholds = contents.thresholds
         freeze = StudyFreeze.objects.create(
             study=study,
             codebook_digest=contents.codebook_digest,
@@ -565,6 +581,7 @@ def study_freeze(*, study: Study, user: AbstractBaseUser) -> StudyFreeze:
             partition_counts=contents.partition_counts,
             frozen_by=user,
         )
+        _partitions_changed(study)  # the test partition's labels are open from now on
     return freeze
 
 

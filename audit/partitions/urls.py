@@ -55,6 +55,11 @@ api_urlpatterns = [
         name="api-study-partitions-file",
     ),
     path(
+        "studies/<slug:slug>/thresholds/",
+        api.StudyThresholdsApi.as_view(),
+        name="api-study-thresholds",
+    ),
+    path(
         "studies/<slug:slug>/freeze/",
         api.StudyFreezeApi.as_view(),
         name="api-study-freeze",

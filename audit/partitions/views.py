@@ -26,6 +26,7 @@ from audit.partitions.forms import (
     StudyVersionForm,
     ThresholdsForm,
 )
+from audit.partitions.freeze import thresholds_with_defaults
 from audit.partitions.leakage import Leak, leakage_summary
 from audit.partitions.rules import FIELD_LABELS, FIELD_PLURALS, GROUP_FIELDS
 from audit.partitions.selectors import PARTITION_LABELS
@@ -97,7 +98,9 @@ def _page(
     version_form: StudyVersionForm | None = None,
 ) -> HttpResponse:
     overview = partition_overview(study=study, leaks_shown=LEAKS_SHOWN, units_shown=UNITS_SHOWN)
-    thresholds_text = json.dumps(study.thresholds or {}, indent=2, sort_keys=True)
+    thresholds_text = json.dumps(
+        thresholds_with_defaults(study.thresholds or {}), indent=2, sort_keys=True
+    )
     context: dict[str, Any] = {
         "study": study,
         "overview": overview,

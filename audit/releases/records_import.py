@@ -42,7 +42,7 @@ from audit.archive.services import LineProblem, _reject, _store, _Unit
 from audit.contract import check_record, codes
 from audit.contract.digests import tuple_digest, unit_digest
 from audit.ledger.chain import ledger_append
-from audit.queueing import STUDY_GATE_REFRESH, queue_job
+from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
 
 RECORD_EXISTS = "record_exists"
 TEXTS_WITHHELD = "texts_withheld"
@@ -162,7 +162,8 @@ def records_import(*, study: Study, data: bytes, file_name: str, user: Any = Non
             batch.status = ImportStatus.UNCHANGED
         batch.save()
     if created:
-        queue_job(STUDY_GATE_REFRESH, study.pk)
+        queue_job(STUDY_REPORT_REFRESH, study.pk)
+        queue_gate_refresh(study.pk)
     return RecordsImport(batch, labels_created=created, labels_existing=len(existing))
 
 

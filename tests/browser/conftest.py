@@ -102,7 +102,8 @@ def demo(warm_live_server, transactional_db) -> Demo:
 
     from audit.archive.models import Study
 
-    call_command("load_demo", "--allow-without-debug", stdout=io.StringIO())
+    # Unlabelled: the browser tests label the units they choose.
+    call_command("load_demo", "--allow-without-debug", "--without-labels", stdout=io.StringIO())
     users = {user.username: user for user in get_user_model().objects.all()}
     studies = {study.slug: study for study in Study.objects.select_related("codebook")}
     return Demo(url=warm_live_server, studies=studies, users=users)

@@ -77,7 +77,7 @@ def test_renumbered_entries_are_found_as_reordered():
 
 
 def test_no_stage_is_met_vacuously_before_the_labels_are_in():
-    from audit.ledger.gate import GateInputs, evaluate_gate
+    from audit.ledger.gate import NO_RELIABILITY, GateInputs, evaluate_gate
 
     inputs = GateInputs(
         checker_version="1.0.0",
@@ -87,7 +87,7 @@ def test_no_stage_is_met_vacuously_before_the_labels_are_in():
         units_total=10,
         units_fully_labelled=0,
         overlap=2,
-        reliability_reported=False,
+        reliability=NO_RELIABILITY,
         units_disputed=0,
         units_adjudicated=0,
         frozen=False,

@@ -486,9 +486,7 @@ def test_the_gate_panel_computes_a_missing_gate(study, people):
 
 def test_recompute_queues_the_gate_job(study, people, world, monkeypatch):
     queued = []
-    monkeypatch.setattr(
-        "audit.ledger.views.queue_job", lambda name, *args: queued.append((name, args))
-    )
+    monkeypatch.setattr("audit.queueing.queue_job", lambda name, *args: queued.append((name, args)))
     url = reverse("study-gate-recompute", args=[study.slug])
 
     assert client_for(people["ann_a"]).post(url).status_code == 403

@@ -79,6 +79,24 @@ def test_a_worker_computes_outcomes_and_consensus(study, celery_workers):
     assert LedgerEntry.objects.filter(record_digest=first.record_digest).exists()
 
 
+def test_a_worker_refreshes_the_gate_after_submissions(study, celery_workers):
+    from audit.ledger.models import StudyGate
+
+    study, people = study
+    worker = celery_workers()
+    submit(study, people["ann_a"])
+    submit(study, people["ann_b"])
+
+    def refreshed() -> bool:
+        gate = StudyGate.objects.filter(study=study).first()
+        if gate is None or gate.refresh_requested_at is not None or not gate.report:
+            return False
+        return gate.report["stages"][1]["counts"]["records"] == 3  # two labels, a consensus
+
+    worker.wait_until(refreshed, what="the gate refreshed after the last outcome")
+    assert StudyGate.objects.get(study=study).reached == "structural"
+
+
 def test_a_job_survives_its_worker_being_killed(study, celery_workers):
     study, people = study
     # The first worker waits inside every job until it is killed (the hour is never

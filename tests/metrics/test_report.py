@@ -244,17 +244,20 @@ def test_a_stale_run_is_taken_over(study, people):
 # --- gate ----------------------------------------------------------------------------------
 
 
-def test_gate_reliability_reported_turns_true_then_out_of_date(study, people):
+def test_gate_reliability_reported_reads_the_current_report_then_out_of_date(study, people):
     both(study, people, (1, 1, 1, 0), (1, 1, 1, 0))
-    assert not gate_recompute(study=study).stages[3].met
+    assert gate_recompute(study=study).stages[3].reason == "no_report"
     study_report_refresh.run(study.pk)
     report = StudyReport.objects.get(study=study, status=ReportStatus.DONE)
     assert report.labels_digest == labels_digest(study=study)
-    assert gate_recompute(study=study).stages[3].met
+    # Current, but one doubly-labelled unit defines no alpha: a reason, not a pass.
+    current = gate_recompute(study=study).stages[3]
+    assert (current.met, current.reason) == (False, "alpha_undefined")
+    assert "I: no_pairable_values" in current.items or "I: single_category" in current.items
     assert latest_report(study)["up_to_date"] is True
 
     submit(study, people["ann_a"], (0, 0, 0, 1))
-    assert not gate_recompute(study=study).stages[3].met
+    assert gate_recompute(study=study).stages[3].reason == "report_outdated"
     assert latest_report(study)["up_to_date"] is False
     client = Client()
     client.force_login(people["res"])

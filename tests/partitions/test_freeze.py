@@ -9,7 +9,14 @@ from django.db import IntegrityError, connection, transaction
 
 from audit.archive.models import Observation, Pipeline, Study, Unit
 from audit.contract.canonical import canonical_digest
-from audit.ledger.gate import STAGES, GateInputs, evaluate_gate
+from audit.ledger.gate import (
+    NO_RELIABILITY,
+    STAGES,
+    FieldAlpha,
+    GateInputs,
+    ReliabilityInputs,
+    evaluate_gate,
+)
 from audit.ledger.services import gate_inputs
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import LEAKAGE, NO_UNITS, UNASSIGNED_UNITS, ShareRule, ValuesRule
@@ -83,7 +90,14 @@ def test_freeze_records_digests_that_recompute(study, people):
     assert freeze.pipelines == pipelines
     assert len(pipelines) == 2
     assert freeze.pipelines_digest == canonical_digest(pipelines)
-    assert freeze.thresholds == {"priority_review": 0.6, "k_min": 2}
+    # The reliability thresholds the gate compares alphas with are frozen too, with their
+    # defaults where the study did not set them.
+    assert freeze.thresholds == {
+        "priority_review": 0.6,
+        "k_min": 2,
+        "reliability_tentative": 0.667,
+        "reliability_firm": 0.8,
+    }
     assert freeze.thresholds_digest == canonical_digest(freeze.thresholds)
     assert freeze.partition_digest == canonical_digest(sorted([d, p] for d, p in units))
     assert freeze.partition_counts == {"calibration": 23, "test": 12}
@@ -167,6 +181,10 @@ def test_thresholds_are_frozen_by_the_service_and_the_database(study, people):
     study_freeze(study=study, user=people["res"])
 
     refused(STUDY_FROZEN, study_thresholds_set, study=study, thresholds={"priority_review": 0.9})
+    message = refused(
+        STUDY_FROZEN, study_thresholds_set, study=study, thresholds={"reliability_tentative": 0.5}
+    )
+    assert "is frozen: its thresholds can no longer change" in message
     with pytest.raises(IntegrityError):
         raw(
             "UPDATE audit_study SET thresholds = %s WHERE id = %s",
@@ -181,8 +199,27 @@ def test_thresholds_are_frozen_by_the_service_and_the_database(study, people):
     # The title is not frozen.
     raw("UPDATE audit_study SET title = 'renamed' WHERE id = %s", [study.pk])
     study.refresh_from_db()
-    assert study.thresholds == {"priority_review": 0.6}
+    assert study.thresholds == {
+        "priority_review": 0.6,
+        "reliability_tentative": 0.667,
+        "reliability_firm": 0.8,
+    }
     assert study.title == "renamed"
+
+
+def test_reliability_thresholds_are_alphas_in_order(study):
+    for bad in (
+        {"reliability_tentative": 1.5},
+        {"reliability_firm": -0.1},
+        {"reliability_tentative": 0.9, "reliability_firm": 0.8},
+        {"reliability_tentative": 0.9},  # above the default firm threshold
+    ):
+        refused("invalid_thresholds", study_thresholds_set, study=study, thresholds=bad)
+    study_thresholds_set(
+        study=study, thresholds={"reliability_tentative": 0.7, "reliability_firm": 0.9}
+    )
+    study.refresh_from_db()
+    assert study.thresholds == {"reliability_tentative": 0.7, "reliability_firm": 0.9}
 
 
 def test_thresholds_are_validated(study):
@@ -211,6 +248,15 @@ def test_the_freeze_preview_is_what_the_freeze_records(study, people):
 # --- the gate's last stage ------------------------------------------------------------
 
 
+REPORTED = ReliabilityInputs(
+    computed=True,
+    current=True,
+    alphas=(FieldAlpha("I", "I", "unassisted", 0.9, 0.8, 0.95),),
+    tentative=0.667,
+    firm=0.8,
+)
+
+
 def met_inputs(**changes) -> GateInputs:
     values = {
         "checker_version": "1",
@@ -220,7 +266,7 @@ def met_inputs(**changes) -> GateInputs:
         "units_total": 5,
         "units_fully_labelled": 5,
         "overlap": 2,
-        "reliability_reported": True,
+        "reliability": REPORTED,
         "units_disputed": 0,
         "units_adjudicated": 1,
         "frozen": True,
@@ -237,7 +283,7 @@ def test_the_gate_reaches_frozen_only_with_every_stage_before_it_met():
         ({"conformance_passed": None}, None),
         ({"records_refused": 1}, "conformance"),
         ({"units_fully_labelled": 4}, "structural"),
-        ({"reliability_reported": False}, "independent_labels"),
+        ({"reliability": NO_RELIABILITY}, "independent_labels"),
         ({"units_disputed": 1}, "reliability_reported"),
     ):
         report = evaluate_gate(met_inputs(**unmet))

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from annotator.labelling.models import Label
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
 from annotator.memberships.models import Membership, Role
-from audit.archive.models import Codebook, ImportStatus, Study
+from audit.archive.models import Codebook, ImportStatus, Study, Unit
+from audit.archive.records import UnitContent
 from audit.archive.services import codebook_install_file, observations_import
 from audit.partitions.services import study_freeze_get
+from audit.queueing import jobs_deferred
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 
@@ -44,6 +52,80 @@ DEMO_USERS = {
 }
 
 
+#: The study whose units (all but the first) come labelled by annotator1 and annotator2:
+#: after the README's walk-through (the first unit labelled twice, differently, and
+#: adjudicated; partitions; the freeze) its gate honestly reaches ``frozen``.
+SEEDED_STUDY = "demo-source-risk"
+#: Roles that are the target's own or paid by it: their relationship is an interest (I).
+INTERESTED_ROLES = {"target_owned", "corporate_affiliate", "sponsored", "affiliate_marketing"}
+
+
+def _span(text: str, snapshot: str, length: int) -> dict[str, Any]:
+    end = min(len(text), length)
+    return {"snapshot": snapshot, "start": 0, "end": end, "quote": text[:end]}
+
+
+def demo_annotation(content: UnitContent, number: int, role: str) -> dict[str, Any]:
+    """A source-risk label for the demo: the key's source role, predicates that vary
+    over the units (so that every field's alpha is defined), a span for each."""
+    interest = 1 if role in INTERESTED_ROLES else 0
+    predicates = {
+        "I": interest,
+        "A": number % 2,
+        "M": 1 if number % 3 == 0 else 0,
+        "D": 0 if interest and number % 4 != 1 else 1,
+    }
+    source = content.sources[0]["text"] if content.sources else ""
+    answer = content.answer["text"]
+    spans = {
+        key: [_span(source, "source", 12) if key == "I" else _span(answer, "answer", 12)]
+        for key in predicates
+    }
+    spans["passage_support"] = [_span(source, "source", 20)]
+    return {
+        "predicates": predicates,
+        "passage_support": 0 if number % 5 == 2 else 1,
+        "source_role": role,
+        "spans": spans,
+        "evidence": {"d_Q": 0.5, "d_R": 0.25, "d_P": 1.0, "d_S": 0.0},
+        "rationale": None,
+    }
+
+
+def seed_labels(study: Study, users: dict) -> int:
+    """Two agreeing independent labels on every unit of the study but one, by annotator1
+    and annotator2 through the queue and the submission service, as if they had worked
+    through it; the unit left is the one the queue hands each of them next. Nothing when
+    the study already has labels. The number of labels stored."""
+    if Label.objects.filter(study=study).exists():
+        return 0
+    key = json.loads((FIXTURES / "demo" / "key.json").read_text(encoding="utf-8"))
+    roles = {row["tuple_digest"]: row["source_role"] for row in key["source-risk.jsonl"]}
+    numbers = {
+        pk: n
+        for n, pk in enumerate(
+            Unit.objects.filter(study=study).order_by("id").values_list("pk", flat=True)
+        )
+    }
+    stored = 0
+    for username in ("annotator1", "annotator2"):
+        for _ in range(len(numbers) - 1):
+            assignment = assignment_next(study=study, annotator=users[username])
+            unit = assignment.unit
+            label_submit(
+                assignment=assignment,
+                annotation=demo_annotation(
+                    unit_content(unit=unit), numbers[unit.pk], roles[unit.digest]
+                ),
+                client_submission_id=uuid.uuid5(
+                    uuid.NAMESPACE_URL, f"demo:{unit.digest}:{username}"
+                ),
+                parent_digest=None,
+            )
+            stored += 1
+    return stored
+
+
 def demo_users_box(rows: list[tuple[str, str, str]]) -> str:
     """The demo's logins in a box, printed last so that nothing scrolls them away."""
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
@@ -65,6 +147,12 @@ class Command(BaseCommand):
             action="store_true",
             help="load even though DEBUG is off (the demo users have published passwords)",
         )
+        parser.add_argument(
+            "--without-labels",
+            dest="labels",
+            action="store_false",
+            help=f"leave {SEEDED_STUDY} unlabelled (the browser tests label chosen units)",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         demo = settings.DEBUG or getattr(settings, "CLAIMGATE_DEMO", False)
@@ -74,7 +162,8 @@ class Command(BaseCommand):
                 "settings (config.settings.dev) while DEBUG is off; pass "
                 "--allow-without-debug if this really is a throw-away instance"
             )
-        with transaction.atomic():
+        # Every label's job, then one report and one gate refresh per study, after commit.
+        with jobs_deferred(), transaction.atomic():
             for path in sorted((FIXTURES / "codebooks").glob("*.json")):
                 codebook_install_file(path=path)
             users = self._users()
@@ -104,6 +193,13 @@ class Command(BaseCommand):
                     f"study {slug}: {study.tuples.count()} tuples, "
                     f"{study.observations.count()} observations"
                 )
+                if slug == SEEDED_STUDY and options["labels"]:
+                    seeded = seed_labels(study, users)
+                    if seeded:
+                        self.stdout.write(
+                            f"study {slug}: {seeded} labels by annotator1 and annotator2 on "
+                            "every unit but the first, which the queue hands out next"
+                        )
         rows = [("username", "password", "role")]
         for username, (password, roles, superuser) in DEMO_USERS.items():
             rows.append(
