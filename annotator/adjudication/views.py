@@ -30,8 +30,12 @@ from annotator.adjudication.services import (
 )
 from annotator.errors import AnnotationError
 from annotator.labelling.forms import SubmitForm, annotation_for_page, codebook_for_page
-from annotator.labelling.models import Assignment, Label, LabelKind
-from annotator.labelling.services import LabelRefused, _annotation_from_input
+from annotator.labelling.models import Assignment, Label, LabelKind, SightVia
+from annotator.labelling.services import (
+    LabelRefused,
+    _annotation_from_input,
+    labels_seen_record,
+)
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
 
@@ -420,6 +424,7 @@ def _page_context(
         "unit": unit,
         "codebook": codebook,
         "is_tuple": is_tuple,
+        "shows_labels": bool(columns) or final is not None,
         "query": content.query,
         "answer": content.answer,
         "source": content.sources[0] if is_tuple else None,
@@ -455,6 +460,13 @@ class AdjudicationForm(SubmitForm):
         return value if isinstance(value, dict) else None
 
 
+def _render_unit(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    """The side-by-side page; its labels count as seen (blinding) before it is sent."""
+    if context["shows_labels"]:
+        labels_seen_record(user=request.user, units=[context["unit"].pk], via=SightVia.ADJUDICATION)
+    return render(request, "annotator/adjudicate_unit.html", context, status=status)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
@@ -463,7 +475,7 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
     except PermissionDenied as exc:
         return _refused_page(request, exc)
     if request.method == "GET":
-        return render(request, "annotator/adjudicate_unit.html", _page_context(unit))
+        return _render_unit(request, _page_context(unit))
 
     form = AdjudicationForm(request.POST)
     submission_id = request.POST.get("client_submission_id") or None
@@ -476,7 +488,7 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
             rationale=request.POST.get("rationale", ""),
             error=(code, sentence),
         )
-        return render(request, "annotator/adjudicate_unit.html", context, status=400)
+        return _render_unit(request, context, status=400)
 
     if not form.is_valid():
         problem = next(iter(form.errors.as_data().items()))

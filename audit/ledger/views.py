@@ -16,6 +16,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import study_get_for_researcher
+from annotator.labelling.models import SightVia
+from annotator.labelling.services import labels_seen_record
 from audit.ledger.downloads import csv_response
 from audit.ledger.selectors import (
     ACTIONS,
@@ -213,6 +215,10 @@ def partition_chart(table: PartitionTable, *, is_tuple: bool) -> Chart | None:
 def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
     study = study_get_for_researcher(user=request.user, slug=slug)
     outcomes = study_outcomes(study=study)
+    review = outcomes.review[:REVIEW_LIST_LIMIT]
+    labels_seen_record(
+        user=request.user, units=[row.unit_id for row in review], via=SightVia.OUTCOMES
+    )
     sections = [
         {
             "key": "final",
@@ -232,7 +238,7 @@ def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study,
         "outcomes": outcomes,
         "sections": sections,
-        "review": outcomes.review[:REVIEW_LIST_LIMIT],
+        "review": review,
         "review_more": max(0, len(outcomes.review) - REVIEW_LIST_LIMIT),
         "policy_labels": POLICY_LABELS,
         "actions": ACTIONS,
@@ -250,6 +256,11 @@ def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404(f"no outcomes table {table!r}")
     outcomes = study_outcomes(study=study)
     if table == "review":
+        labels_seen_record(
+            user=request.user,
+            units=[row.unit_id for row in outcomes.review],
+            via=SightVia.OUTCOMES,
+        )
         rows = review_csv_rows(outcomes.review)
     else:
         tables = outcomes.final if table == "final" else outcomes.independent
@@ -264,6 +275,7 @@ def study_record(request: HttpRequest, slug: str, digest: str) -> HttpResponse:
     detail = record_detail(study=study, digest=digest)
     if detail is None:
         raise Http404(f"no record {digest!r} in study {slug!r}")
+    labels_seen_record(user=request.user, units=[detail.label.unit_id], via=SightVia.RECORD)
     context = {
         "study": study,
         "detail": detail,
