@@ -25,17 +25,24 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
 from rest_framework.test import APIClient
 
 from annotator.adjudication.jobs import label_submitted
-from annotator.labelling.models import Assignment, Draft, Label, LabelSight
+from annotator.labelling.models import Assignment, Draft, Label, LabelSight, SightVia
 from annotator.labelling.selectors import unit_content
-from annotator.labelling.services import assignment_next, draft_save, label_submit
+from annotator.labelling.services import (
+    assignment_next,
+    draft_save,
+    label_submit,
+    labels_seen_record,
+)
 from annotator.memberships.models import Membership, Role
-from annotator.memberships.services import pseudonym_of
+from annotator.memberships.services import pseudonym_of, study_overlap_set
 from audit.archive.models import Unit, UnitState
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
@@ -633,3 +640,125 @@ def test_whatever_the_order_nobody_is_handed_a_unit_whose_labels_they_saw(surfac
     if order[0] == "see":
         assert seen
         assert not labelled & seen
+
+
+def test_the_attack_an_annotator_adjudicator_never_gets_the_unit_they_adjudicated():
+    """As reported: annotator and adjudicator in one study, reads both annotators' labels
+    on /adjudicate/<unit>/, the overlap is raised; the queue (API and page) never hands
+    that unit back, and a third annotator, still blind to it, gets the free slot."""
+    world = two_roles_world(Role.ADJUDICATOR)
+    Membership.objects.create(study=world.study, user=world.dual, role=Role.ANNOTATOR)
+    client = Client()
+    client.force_login(world.dual)
+    page = client.get(f"/adjudicate/{world.disputed.pk}/")
+    assert page.status_code == 200
+    for author in (world.a, world.b):
+        assert pseudonym_of(study=world.study, user=author) in content_of(page)
+    _people_page(world, {"action": "overlap-set", "overlap": "3"})
+
+    handed: list[int] = []
+    _drain(world, {world.disputed.pk}, handed)
+    assert world.disputed.pk not in handed
+    assert world.agreed.pk in handed  # seen by nobody: a third label is welcome
+    # The page's "next item" agrees: nothing is left for them.
+    nothing = client.post(f"/studies/{world.study.slug}/annotate/")
+    assert nothing.status_code == 302
+    assert nothing.url == f"/studies/{world.study.slug}/annotate/"
+    assert not Assignment.objects.filter(annotator=world.dual, unit=world.disputed).exists()
+    # The slot stays open for someone who has not seen the labels.
+    for _ in range(100):
+        taken = assignment_next(study=world.study, annotator=world.c)
+        assert taken is not None, "the third slot of the disputed unit was never handed out"
+        if taken.unit_id == world.disputed.pk:
+            break
+        _label(world.study, world.c, AGREED, assignment=taken, jobs=False)
+
+
+def test_seeing_a_release_gives_back_an_unfinished_slot_and_refuses_revisions():
+    """Annotator and researcher: their unfinished assignment on a unit whose labels a
+    release download shows them is given back (the draft with it), their labels already
+    made on such a unit may not be revised, and nothing of theirs is written."""
+    world = two_roles_world(Role.RESEARCHER)
+    Membership.objects.create(study=world.study, user=world.dual, role=Role.ANNOTATOR)
+    study_overlap_set(study=world.study, overlap=3)
+    # dual labels the disputed unit blind, then holds the agreed one unfinished.
+    labelled = held = None
+    while held is None:
+        assignment = assignment_next(study=world.study, annotator=world.dual)
+        if assignment.unit_id == world.agreed.pk:
+            held = assignment
+        elif assignment.unit_id == world.disputed.pk:
+            labelled = _label(world.study, world.dual, AGREED, assignment=assignment)
+        else:
+            _label(world.study, world.dual, AGREED, assignment=assignment, jobs=False)
+    assert labelled is not None
+    draft_save(assignment=held, payload={"note": "half done"}, base_version=None)
+    count_before = Unit.objects.get(pk=world.agreed.pk).assigned_count
+
+    client = Client()
+    client.force_login(world.dual)
+    name = _ready_release(world)
+    response = client.get(f"/studies/{world.study.slug}/releases/{name}/bundle.zip")
+    assert response.status_code == 200
+    content_of(response)
+
+    assert not Assignment.objects.filter(pk=held.pk).exists()
+    assert not Draft.objects.filter(assignment_id=held.pk).exists()
+    assert Unit.objects.get(pk=world.agreed.pk).assigned_count == count_before - 1
+    again = assignment_next(study=world.study, annotator=world.dual)
+    assert again is None or again.unit_id not in {world.agreed.pk, world.disputed.pk}
+
+    api = APIClient()
+    api.force_authenticate(world.dual)
+    labels_before = Label.objects.count()
+    cache.clear()
+    revision = api.post(
+        f"/api/assignments/{labelled.assignment_id}/labels/",
+        {
+            "annotation": source_risk(unit_content(unit=world.disputed), values=DISPUTED),
+            "client_submission_id": str(uuid.uuid4()),
+        },
+        format="json",
+        HTTP_IF_MATCH=f'"{labelled.record_digest}"',
+    )
+    assert revision.status_code == 400, revision.content
+    assert revision.json()["reason"] == "labels_seen"
+    assert Label.objects.count() == labels_before
+
+
+def test_the_queue_excludes_seen_units_with_an_anti_join_in_a_fixed_number_of_queries():
+    world = two_roles_world(Role.RESEARCHER)
+    Membership.objects.create(study=world.study, user=world.dual, role=Role.ANNOTATOR)
+    study_overlap_set(study=world.study, overlap=3)
+
+    def next_queries() -> list[str]:
+        with CaptureQueriesContext(connection) as queries, transaction.atomic():
+            taken = assignment_next(study=world.study, annotator=world.dual)
+            transaction.set_rollback(True)
+        assert taken is not None
+        return [query["sql"] for query in queries.captured_queries]
+
+    few = next_queries()
+    every_unit = Unit.objects.filter(study=world.study).exclude(pk=world.agreed.pk)
+    labels_seen_record(user=world.dual, units=every_unit, via=SightVia.RELEASE)
+    many = next_queries()
+    assert len(many) == len(few)
+    walks = [sql for sql in many if 'FROM "audit_unit"' in sql and "assigned_count" in sql]
+    assert walks
+    assert all("NOT EXISTS" in sql and "annotator_labelsight" in sql for sql in walks)
+    assert assignment_next(study=world.study, annotator=world.dual).unit_id == world.agreed.pk
+
+
+def test_a_sighting_is_never_updated_nor_deleted():
+    world = two_roles_world(Role.ADJUDICATOR)
+    labels_seen_record(user=world.dual, units=[world.disputed.pk], via=SightVia.ADJUDICATION)
+    labels_seen_record(user=world.dual, units=[world.disputed.pk], via=SightVia.RECORD)
+    sight = LabelSight.objects.get(user=world.dual)
+    assert sight.via == SightVia.ADJUDICATION  # the first sighting is kept
+    for write in (
+        lambda: LabelSight.objects.filter(pk=sight.pk).update(via=SightVia.RELEASE),
+        lambda: LabelSight.objects.filter(pk=sight.pk).delete(),
+    ):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            write()
+    assert LabelSight.objects.filter(user=world.dual).count() == 1

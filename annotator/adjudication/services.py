@@ -15,7 +15,7 @@ from django.db.models import Max
 from annotator.errors import AnnotationError
 from annotator.labelling.models import Label, LabelKind, SightVia
 from annotator.labelling.selectors import label_record
-from annotator.labelling.services import LabelRefused, labels_seen_record
+from annotator.labelling.services import LabelRefused, labels_seen_record, text_refusal
 from annotator.memberships.models import Role
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
@@ -202,6 +202,8 @@ def adjudication_submit(
     replay = Label.objects.filter(annotator=adjudicator, client_submission_id=submission_id).first()
     if replay is not None:
         return replay
+    text_refusal(rationale, "rationale", AdjudicationRefused)
+    text_refusal(annotation, "annotation", LabelRefused)
     if not (rationale or "").strip():
         raise AdjudicationRefused("an adjudication needs a written rationale", code="no_rationale")
     with transaction.atomic():

@@ -13,7 +13,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -29,7 +28,12 @@ from annotator.adjudication.services import (
     independent_heads,
 )
 from annotator.errors import AnnotationError
-from annotator.labelling.forms import SubmitForm, annotation_for_page, codebook_for_page
+from annotator.labelling.forms import (
+    SubmitForm,
+    TextField,
+    annotation_for_page,
+    codebook_for_page,
+)
 from annotator.labelling.models import Assignment, Label, LabelKind, SightVia
 from annotator.labelling.services import (
     LabelRefused,
@@ -38,6 +42,8 @@ from annotator.labelling.services import (
 )
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
+from audit.contract.errors import ContractError
+from audit.contract.texts import loads_checked
 
 #: How many disputed units the queue page lists at once (highest priority first).
 QUEUE_PAGE_SIZE = 100
@@ -449,13 +455,13 @@ class AdjudicationForm(SubmitForm):
     """The final annotation (JSON), the client's id for it, the rationale (the service
     refuses an empty one) and the page's own state, given back after a refusal."""
 
-    rationale = forms.CharField(required=False, strip=False, max_length=20_000)
-    page_state = forms.CharField(required=False, strip=False, max_length=2_000_000)
+    rationale = TextField(required=False, strip=False, max_length=20_000)
+    page_state = TextField(required=False, strip=False, max_length=2_000_000)
 
     def page_state_value(self) -> dict[str, Any] | None:
         try:
-            value = json.loads(self.data.get("page_state") or "null")
-        except ValueError:
+            value = loads_checked(self.data.get("page_state") or "null")
+        except ContractError:  # the page's own state, given back: unreadable means none
             return None
         return value if isinstance(value, dict) else None
 

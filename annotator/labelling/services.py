@@ -20,6 +20,8 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.contract.errors import ContractError
+from audit.contract.texts import text_problem
 from audit.queueing import LABEL_SUBMITTED, queue_job
 
 # Re-exported: the record of a label is built by audit.archive.records, and every refusal
@@ -70,6 +72,15 @@ class LabelsSeen(AnnotationError):
     code = "labels_seen"
 
 
+def text_refusal(value: Any, where: str, error: type[AnnotationError] = AnnotationError) -> None:
+    """Refuse a NUL, an unpaired surrogate or nesting too deep anywhere in ``value`` (a
+    text or a parsed JSON value) with ``invalid_text`` or ``too_deep``, naming where: the
+    one check that pages, the API and commands share before anything is stored or hashed."""
+    problem = text_problem(value, where)
+    if problem is not None:
+        raise error(problem.message, code=problem.code)
+
+
 # --- who has seen which labels ----------------------------------------------------------
 
 #: Sightings written per INSERT when the units come as a list of ids.
@@ -114,14 +125,15 @@ def labels_seen_record(
 def _sights_insert_select(
     *, user: AbstractBaseUser, units: QuerySet[Unit], via: str, now: Any
 ) -> None:
-    select, params = units.order_by().values("pk").query.sql_with_params()
+    # One named column, whatever the queryset's joins and subqueries call its id.
+    select, params = units.order_by().values(sighted_unit=F("pk")).query.sql_with_params()
     table = connection.ops.quote_name(LabelSight._meta.db_table)
     # Every SELECT feeding an upsert needs a WHERE on SQLite (its parser would read ON as a
     # join); the placeholders are the backend's (%s for both). Only the table name and
     # the compiled SELECT are interpolated; every value is a parameter.
     sql = (
         f"INSERT INTO {table} (user_id, unit_id, via, seen_at) "  # noqa: S608
-        f"SELECT %s, picked.id, %s, %s FROM ({select}) picked WHERE 1 = 1 "
+        f"SELECT %s, picked.sighted_unit, %s, %s FROM ({select}) picked WHERE 1 = 1 "
         "ON CONFLICT (user_id, unit_id) DO NOTHING"
     )
     with connection.cursor() as cursor:
@@ -211,6 +223,7 @@ def draft_save(
     regardless); a mismatch means another tab saved since, and nothing is overwritten."""
     if not isinstance(payload, dict):
         raise AnnotationError("a draft must be a JSON object", code="invalid_draft")
+    text_refusal(payload, "draft")
     with transaction.atomic():
         draft, _ = Draft.objects.select_for_update().get_or_create(assignment=assignment)
         if base_version is not None and base_version != draft.version:
@@ -295,6 +308,7 @@ def label_submit(
         raise AnnotationError(
             "client_submission_id must be a UUID", code="invalid_submission_id"
         ) from exc
+    text_refusal(annotation, "annotation", LabelRefused)
     replay = Label.objects.filter(
         annotator_id=assignment.annotator_id, client_submission_id=submission_id
     ).first()
@@ -320,17 +334,20 @@ def label_submit(
                 f"the submission names {parent_digest or 'none'}",
                 head=head,
             )
-        record = record_build(
-            study=study,
-            content=unit_content(unit=assignment.unit),
-            annotation=_annotation_from_input(
+        try:
+            record = record_build(
                 study=study,
-                data=annotation,
-                pseudonym=pseudonym_of(study=study, user=assignment.annotator),
-                kind=LabelKind.INDEPENDENT.value,
-            ),
-            parents=[head_digest] if head_digest else [],
-        )
+                content=unit_content(unit=assignment.unit),
+                annotation=_annotation_from_input(
+                    study=study,
+                    data=annotation,
+                    pseudonym=pseudonym_of(study=study, user=assignment.annotator),
+                    kind=LabelKind.INDEPENDENT.value,
+                ),
+                parents=[head_digest] if head_digest else [],
+            )
+        except ContractError as exc:  # sealing refuses what cannot be hashed or stored
+            raise LabelRefused(exc.message, code=exc.code) from None
         result = check_record(record, codebook_registry())
         if not result.ok:
             raise LabelRefused(result.message or "refused", code=result.reason)
