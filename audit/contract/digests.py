@@ -16,7 +16,6 @@ from audit.contract.canonical import (
     encode_string,
     sha256_hex,
 )
-from audit.contract.texts import text_problem
 
 #: Fields of a query that make up its identity inside a tuple digest.
 QUERY_IDENTITY_FIELDS = ("id", "question_version", "text")
@@ -205,14 +204,7 @@ def record_digest(record: Mapping[str, Any]) -> str:
 
 
 def seal_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``record`` with ``record_digest`` set to its digest.
-
-    Hostile text is refused first (:class:`ContractError` ``invalid_text`` or
-    ``too_deep``): a NUL could not be stored, an unpaired surrogate has no UTF-8 bytes to
-    hash, and nesting deep enough would exhaust the serializer's recursion."""
-    problem = text_problem(record)
-    if problem is not None:
-        raise problem
+    """Return a copy of ``record`` with ``record_digest`` set to its digest."""
     sealed = dict(record)
     sealed["record_digest"] = record_digest(sealed)
     return sealed

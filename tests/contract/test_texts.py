@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit.contract import codes
-from audit.contract.digests import seal_record
 from audit.contract.errors import ContractError
 from audit.contract.observations import decode_line
 from audit.contract.texts import MAX_DEPTH, loads_checked, text_problem
@@ -96,21 +95,3 @@ def test_a_value_is_refused_exactly_when_it_holds_nul_or_a_surrogate(value):
             loads_checked(text)
     else:
         assert loads_checked(text) == value
-
-
-@pytest.mark.parametrize(
-    ("annotation", "code"),
-    [
-        ({"rationale": "a NUL \x00"}, codes.INVALID_TEXT),
-        ({"rationale": "a lone \ud800"}, codes.INVALID_TEXT),
-        ({"deep": json.loads("[" * 200 + "]" * 200)}, codes.TOO_DEEP),
-    ],
-    ids=["nul", "surrogate", "deep"],
-)
-def test_a_record_is_checked_before_it_is_sealed(annotation, code):
-    """Sealing computes the digest: hostile text is refused first, with its code, never
-    a UnicodeEncodeError or a RecursionError from the serializer."""
-    with pytest.raises(ContractError) as refused:
-        seal_record({"annotation": annotation, "parents": []})
-    assert refused.value.code == code
-    assert "annotation" in refused.value.message

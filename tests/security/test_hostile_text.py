@@ -28,7 +28,9 @@ from annotator.labelling.services import (
     label_submit,
 )
 from audit.archive.models import ImportBatch, Study, UnitState
+from audit.archive.records import record_build
 from audit.contract import codes
+from audit.contract.errors import ContractError
 from audit.releases.models import Release
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, make_study
@@ -108,6 +110,30 @@ def test_services_refuse_hostile_text_before_storing_or_hashing(world, kind):
         draft_save(assignment=assignment, payload={"note": HOSTILE[kind]}, base_version=None)
     assert draft.value.code == codes.INVALID_TEXT
     assert nothing_written() == before
+
+
+@pytest.mark.parametrize(
+    ("annotation", "code"),
+    [
+        ({"rationale": NUL}, codes.INVALID_TEXT),
+        ({"rationale": SURROGATE}, codes.INVALID_TEXT),
+        ({"deep": json.loads("[" * 200 + "]" * 200)}, codes.TOO_DEEP),
+    ],
+    ids=["nul", "surrogate", "deep"],
+)
+def test_a_record_is_checked_before_it_is_sealed(world, annotation, code):
+    """Sealing computes the digest: hostile text is refused first, with its code, never
+    a UnicodeEncodeError or a RecursionError from the serializer."""
+    study, _, assignment = world
+    with pytest.raises(ContractError) as refused:
+        record_build(
+            study=study,
+            content=unit_content(unit=assignment.unit),
+            annotation=annotation,
+            parents=[],
+        )
+    assert refused.value.code == code
+    assert "annotation" in refused.value.message
 
 
 def disputed_unit(study, people):
