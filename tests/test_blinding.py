@@ -23,17 +23,27 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
+from rest_framework.test import APIClient
 
-from annotator.labelling.models import Assignment, Draft, Label
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.models import Assignment, Draft, Label, LabelSight, SightVia
 from annotator.labelling.selectors import unit_content
-from annotator.labelling.services import assignment_next, draft_save, label_submit
+from annotator.labelling.services import (
+    assignment_next,
+    draft_save,
+    label_submit,
+    labels_seen_record,
+)
 from annotator.memberships.models import Membership, Role
-from annotator.memberships.services import pseudonym_of
-from audit.archive.models import Unit
+from annotator.memberships.services import pseudonym_of, study_overlap_set
+from audit.archive.models import Study, Unit, UnitState
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 
@@ -399,3 +409,358 @@ def test_every_route_is_walked_or_skipped_with_a_reason(world):
             unfillable.append(str(exc))
     assert unfillable == []
     assert all(skipped.values())
+
+
+# --- People with two roles: nobody labels a unit whose labels they have seen -----------
+#
+# The attack (issue 11): someone who annotates and adjudicates in one study reads two
+# annotators' labels on /adjudicate/<unit>/; the study's overlap is raised; the queue must
+# never hand them that unit. The walk below plays every order of "see", "become an
+# annotator" and "overlap raised" through every surface that shows labels, draining the
+# person's queue through the API after each step, and checks that nothing they have seen
+# is ever handed to them.
+
+DISPUTED = (0, 1, 1, 0)  # against (1, 1, 1, 0): I differs
+AGREED = (1, 1, 1, 0)  # R_O = 1: CONTEXTUALIZE, so the unit is on the outcomes review list
+
+
+@dataclass
+class TwoRoles:
+    study: Any
+    a: Any
+    b: Any
+    c: Any
+    res: Any
+    dual: Any
+    disputed: Any  # both annotators labelled it, differently
+    agreed: Any  # both labelled it alike: consensus, proposed for review
+    a_label_on_disputed: Label
+
+
+def _label(
+    study: Any, user: Any, values: tuple, *, assignment: Any = None, jobs: bool = True
+) -> Label:
+    assignment = assignment or assignment_next(study=study, annotator=user)
+    label = label_submit(
+        assignment=assignment,
+        annotation=source_risk(unit_content(unit=assignment.unit), values=values),
+        client_submission_id=uuid.uuid4(),
+        parent_digest=None,
+    ).label
+    if jobs:
+        label_submitted.run(label.pk)
+    return label
+
+
+def two_roles_world(viewing_role: str) -> TwoRoles:
+    """A study (k = 2) with one disputed and one agreed unit, and ``dual``, who holds
+    ``viewing_role`` (adjudicator or researcher) and is not an annotator yet."""
+    cache.clear()
+    study = make_study("tworoles", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    a, b = people["ann_a"], people["ann_b"]
+    a_disputed = _label(study, a, AGREED)
+    _label(study, b, DISPUTED)
+    _label(study, a, AGREED)
+    _label(study, b, AGREED)
+    dual = get_user_model().objects.create_user("dual", password="pw")
+    Membership.objects.create(study=study, user=dual, role=viewing_role)
+    disputed = Unit.objects.get(pk=a_disputed.unit_id)
+    agreed = Unit.objects.exclude(pk=disputed.pk).get(study=study, state=UnitState.AGREED)
+    assert disputed.state == UnitState.DISPUTED
+    return TwoRoles(study, a, b, people["ann_c"], people["res"], dual, disputed, agreed, a_disputed)
+
+
+def _show_adjudication(world: TwoRoles, client: Client) -> set[int]:
+    response = client.get(f"/adjudicate/{world.disputed.pk}/")
+    if response.status_code == 403:  # they label it themselves: the page refuses
+        return set()
+    assert response.status_code == 200
+    assert pseudonym_of(study=world.study, user=world.a) in content_of(response)
+    return {world.disputed.pk}
+
+
+def _show_record(world: TwoRoles, client: Client) -> set[int]:
+    digest = world.a_label_on_disputed.record_digest
+    response = client.get(f"/studies/{world.study.slug}/records/{digest}/")
+    assert response.status_code == 200
+    assert digest in content_of(response)
+    return {world.disputed.pk}
+
+
+def _show_outcomes_page(world: TwoRoles, client: Client) -> set[int]:
+    response = client.get(f"/studies/{world.study.slug}/outcomes/")
+    assert response.status_code == 200
+    consensus = Label.objects.get(unit=world.agreed, kind="consensus")
+    assert consensus.record_digest[:12] in content_of(response)
+    return {world.agreed.pk}
+
+
+def _show_review_csv(world: TwoRoles, client: Client) -> set[int]:
+    response = client.get(f"/studies/{world.study.slug}/outcomes/csv/?table=review")
+    assert response.status_code == 200
+    assert world.agreed.digest in content_of(response)
+    return {world.agreed.pk}
+
+
+def _ready_release(world: TwoRoles) -> str:
+    from audit.releases.services import release_build
+
+    name = f"r{uuid.uuid4().hex[:8]}"
+    release_build(study=world.study, name=name)
+    return name
+
+
+def _show_release_file(world: TwoRoles, client: Client) -> set[int]:
+    name = _ready_release(world)
+    # The manifest shows no label: fetching it sees nothing.
+    before = LabelSight.objects.filter(user=world.dual).count()
+    manifest = client.get(f"/studies/{world.study.slug}/releases/{name}/download/?file=SHA256SUMS")
+    assert manifest.status_code == 200
+    content_of(manifest)
+    assert LabelSight.objects.filter(user=world.dual).count() == before
+    response = client.get(
+        f"/studies/{world.study.slug}/releases/{name}/download/?file=labels_independent.csv"
+    )
+    assert response.status_code == 200
+    assert world.disputed.digest in content_of(response)
+    return _labelled_units(world)
+
+
+def _show_release_api(world: TwoRoles, client: Client) -> set[int]:
+    name = _ready_release(world)
+    api = APIClient()
+    api.force_authenticate(world.dual)
+    response = api.get(f"/api/studies/{world.study.slug}/releases/{name}/file/?name=records.jsonl")
+    assert response.status_code == 200
+    assert world.disputed.digest in content_of(response)
+    return _labelled_units(world)
+
+
+def _show_release_zip(world: TwoRoles, client: Client) -> set[int]:
+    name = _ready_release(world)
+    response = client.get(f"/studies/{world.study.slug}/releases/{name}/bundle.zip")
+    assert response.status_code == 200
+    content_of(response)
+    return _labelled_units(world)
+
+
+def _labelled_units(world: TwoRoles) -> set[int]:
+    """The units a release made now holds: every labelled one (none is in the sealed test
+    partition here)."""
+    return set(Label.objects.filter(study=world.study).values_list("unit_id", flat=True))
+
+
+SURFACES = {
+    "adjudication page": (Role.ADJUDICATOR, _show_adjudication),
+    "record page": (Role.RESEARCHER, _show_record),
+    "outcomes page": (Role.RESEARCHER, _show_outcomes_page),
+    "outcomes review csv": (Role.RESEARCHER, _show_review_csv),
+    "release file (page)": (Role.RESEARCHER, _show_release_file),
+    "release file (API)": (Role.RESEARCHER, _show_release_api),
+    "release zip": (Role.RESEARCHER, _show_release_zip),
+}
+EVENTS = ("see", "become annotator", "raise overlap")
+# Every order for the attack's own surface; for the others, seeing first and seeing last
+# (each case builds and labels a study, and the orders in between add no new path there).
+WALK = [
+    *(("adjudication page", order) for order in itertools.permutations(EVENTS)),
+    *(
+        (surface, order)
+        for surface in SURFACES
+        if surface != "adjudication page"
+        for order in (EVENTS, (*EVENTS[1:], EVENTS[0]))
+    ),
+]
+
+
+def _drain(world: TwoRoles, seen_now: set[int], handed: list[int]) -> None:
+    """Ask the API for the next unit until nothing is left, labelling each one; a unit
+    whose labels ``dual`` has been shown must never come."""
+    api = APIClient()
+    api.force_authenticate(world.dual)
+    for _ in range(100):
+        cache.clear()
+        response = api.post(f"/api/studies/{world.study.slug}/assignments/next/")
+        if response.status_code == 204:
+            return
+        assert response.status_code in (200, 201), response.content
+        assignment = Assignment.objects.get(pk=response.json()["id"])
+        sighted = set(LabelSight.objects.filter(user=world.dual).values_list("unit_id", flat=True))
+        assert assignment.unit_id not in sighted | seen_now, "handed a unit whose labels it saw"
+        handed.append(assignment.unit_id)
+        _label(world.study, world.dual, AGREED, assignment=assignment, jobs=False)
+    raise AssertionError("the queue never ran dry")
+
+
+def _people_page(world: TwoRoles, data: dict[str, Any]) -> None:
+    client = Client()
+    client.force_login(world.res)
+    response = client.post(f"/studies/{world.study.slug}/people/", data)
+    assert response.status_code == 302, content_of(response)
+
+
+@pytest.mark.parametrize(
+    ("surface", "order"), WALK, ids=[f"{s}: {' then '.join(o)}" for s, o in WALK]
+)
+def test_whatever_the_order_nobody_is_handed_a_unit_whose_labels_they_saw(surface, order):
+    role, show = SURFACES[surface]
+    world = two_roles_world(role)
+    client = Client()
+    client.force_login(world.dual)
+    seen: set[int] = set()
+    handed: list[int] = []
+    handed_before_seeing: set[int] = set()
+    for event in order:
+        if event == "see":
+            handed_before_seeing = set(handed)
+            seen = show(world, client)
+        elif event == "become annotator":
+            _people_page(
+                world, {"action": "member-add", "username": "dual", "role": Role.ANNOTATOR}
+            )
+        else:
+            _people_page(world, {"action": "overlap-set", "overlap": "3"})
+        if Role.ANNOTATOR in set(
+            Membership.objects.filter(user=world.dual).values_list("role", flat=True)
+        ):
+            _drain(world, seen, handed)
+
+    sighted = set(LabelSight.objects.filter(user=world.dual).values_list("unit_id", flat=True))
+    assert seen <= sighted
+    # Whatever dual labelled, they labelled blind: before seeing, or a unit never seen.
+    after_seeing = handed[len(handed_before_seeing) :] if "see" in order else handed
+    assert not set(after_seeing) & sighted
+    labelled = set(
+        Label.objects.filter(annotator=world.dual, kind="independent").values_list(
+            "unit_id", flat=True
+        )
+    )
+    assert labelled & sighted <= handed_before_seeing
+    if order[0] == "see":
+        assert seen
+        assert not labelled & seen
+
+
+def test_the_attack_an_annotator_adjudicator_never_gets_the_unit_they_adjudicated():
+    """As reported: annotator and adjudicator in one study, reads both annotators' labels
+    on /adjudicate/<unit>/, the overlap is raised; the queue (API and page) never hands
+    that unit back, and a third annotator, still blind to it, gets the free slot."""
+    world = two_roles_world(Role.ADJUDICATOR)
+    Membership.objects.create(study=world.study, user=world.dual, role=Role.ANNOTATOR)
+    client = Client()
+    client.force_login(world.dual)
+    page = client.get(f"/adjudicate/{world.disputed.pk}/")
+    assert page.status_code == 200
+    for author in (world.a, world.b):
+        assert pseudonym_of(study=world.study, user=author) in content_of(page)
+    _people_page(world, {"action": "overlap-set", "overlap": "3"})
+
+    handed: list[int] = []
+    _drain(world, {world.disputed.pk}, handed)
+    assert world.disputed.pk not in handed
+    assert world.agreed.pk in handed  # seen by nobody: a third label is welcome
+    # The page's "next item" agrees: nothing is left for them.
+    nothing = client.post(f"/studies/{world.study.slug}/annotate/")
+    assert nothing.status_code == 302
+    assert nothing.url == f"/studies/{world.study.slug}/annotate/"
+    assert not Assignment.objects.filter(annotator=world.dual, unit=world.disputed).exists()
+    # The slot stays open for someone who has not seen the labels.
+    study = Study.objects.get(pk=world.study.pk)  # overlap 3 now
+    for _ in range(100):
+        taken = assignment_next(study=study, annotator=world.c)
+        assert taken is not None, "the third slot of the disputed unit was never handed out"
+        if taken.unit_id == world.disputed.pk:
+            break
+        _label(study, world.c, AGREED, assignment=taken, jobs=False)
+
+
+def test_seeing_a_release_gives_back_an_unfinished_slot_and_refuses_revisions():
+    """Annotator and researcher: their unfinished assignment on a unit whose labels a
+    release download shows them is given back (the draft with it), their labels already
+    made on such a unit may not be revised, and nothing of theirs is written."""
+    world = two_roles_world(Role.RESEARCHER)
+    Membership.objects.create(study=world.study, user=world.dual, role=Role.ANNOTATOR)
+    study_overlap_set(study=world.study, overlap=3)
+    # dual labels the disputed unit blind, then holds the agreed one unfinished.
+    labelled = held = None
+    while held is None:
+        assignment = assignment_next(study=world.study, annotator=world.dual)
+        if assignment.unit_id == world.agreed.pk:
+            held = assignment
+        elif assignment.unit_id == world.disputed.pk:
+            labelled = _label(world.study, world.dual, AGREED, assignment=assignment)
+        else:
+            _label(world.study, world.dual, AGREED, assignment=assignment, jobs=False)
+    assert labelled is not None
+    draft_save(assignment=held, payload={"note": "half done"}, base_version=None)
+    count_before = Unit.objects.get(pk=world.agreed.pk).assigned_count
+
+    client = Client()
+    client.force_login(world.dual)
+    name = _ready_release(world)
+    response = client.get(f"/studies/{world.study.slug}/releases/{name}/bundle.zip")
+    assert response.status_code == 200
+    content_of(response)
+
+    assert not Assignment.objects.filter(pk=held.pk).exists()
+    assert not Draft.objects.filter(assignment_id=held.pk).exists()
+    assert Unit.objects.get(pk=world.agreed.pk).assigned_count == count_before - 1
+    again = assignment_next(study=world.study, annotator=world.dual)
+    assert again is None or again.unit_id not in {world.agreed.pk, world.disputed.pk}
+
+    api = APIClient()
+    api.force_authenticate(world.dual)
+    labels_before = Label.objects.count()
+    cache.clear()
+    revision = api.post(
+        f"/api/assignments/{labelled.assignment_id}/labels/",
+        {
+            "annotation": source_risk(unit_content(unit=world.disputed), values=DISPUTED),
+            "client_submission_id": str(uuid.uuid4()),
+        },
+        format="json",
+        HTTP_IF_MATCH=f'"{labelled.record_digest}"',
+    )
+    assert revision.status_code == 400, revision.content
+    assert revision.json()["reason"] == "labels_seen"
+    assert Label.objects.count() == labels_before
+
+
+def test_the_queue_excludes_seen_units_with_an_anti_join_in_a_fixed_number_of_queries():
+    world = two_roles_world(Role.RESEARCHER)
+    Membership.objects.create(study=world.study, user=world.dual, role=Role.ANNOTATOR)
+    study_overlap_set(study=world.study, overlap=3)
+
+    def next_queries() -> list[str]:
+        with CaptureQueriesContext(connection) as queries, transaction.atomic():
+            taken = assignment_next(study=world.study, annotator=world.dual)
+            transaction.set_rollback(True)
+        assert taken is not None
+        return [query["sql"] for query in queries.captured_queries]
+
+    few = next_queries()
+    every_unit = Unit.objects.filter(study=world.study).exclude(pk=world.agreed.pk)
+    labels_seen_record(user=world.dual, units=every_unit, via=SightVia.RELEASE)
+    many = next_queries()
+    assert len(many) == len(few)
+    walks = [sql for sql in many if 'FROM "audit_unit"' in sql and "assigned_count" in sql]
+    assert walks, many
+    anti_join = re.compile(r'NOT \(*EXISTS\(SELECT .* FROM "annotator_labelsight"')
+    assert all(anti_join.search(sql) for sql in walks), walks
+    assert assignment_next(study=world.study, annotator=world.dual).unit_id == world.agreed.pk
+
+
+def test_a_sighting_is_never_updated_nor_deleted():
+    world = two_roles_world(Role.ADJUDICATOR)
+    labels_seen_record(user=world.dual, units=[world.disputed.pk], via=SightVia.ADJUDICATION)
+    labels_seen_record(user=world.dual, units=[world.disputed.pk], via=SightVia.RECORD)
+    sight = LabelSight.objects.get(user=world.dual)
+    assert sight.via == SightVia.ADJUDICATION  # the first sighting is kept
+    for write in (
+        lambda: LabelSight.objects.filter(pk=sight.pk).update(via=SightVia.RELEASE),
+        lambda: LabelSight.objects.filter(pk=sight.pk).delete(),
+    ):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            write()
+    assert LabelSight.objects.filter(user=world.dual).count() == 1

@@ -46,6 +46,7 @@ TABLES = {
     "annotator.Assignment": "annotator_assignment",
     "annotator.Draft": "annotator_draft",
     "annotator.Label": "annotator_label",
+    "annotator.LabelSight": "annotator_labelsight",
     "annotator.Membership": "annotator_membership",
     "metrics.StudyReport": "metrics_studyreport",
 }

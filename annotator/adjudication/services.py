@@ -13,9 +13,9 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotator.errors import AnnotationError
-from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.models import Label, LabelKind, SightVia
 from annotator.labelling.selectors import label_record
-from annotator.labelling.services import LabelRefused
+from annotator.labelling.services import LabelRefused, labels_seen_record, text_refusal
 from annotator.memberships.models import Role
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
@@ -202,6 +202,8 @@ def adjudication_submit(
     replay = Label.objects.filter(annotator=adjudicator, client_submission_id=submission_id).first()
     if replay is not None:
         return replay
+    text_refusal(rationale, "rationale", AdjudicationRefused)
+    text_refusal(annotation, "annotation", LabelRefused)
     if not (rationale or "").strip():
         raise AdjudicationRefused("an adjudication needs a written rationale", code="no_rationale")
     with transaction.atomic():
@@ -210,6 +212,8 @@ def adjudication_submit(
         if not study.memberships.filter(user=adjudicator, role=Role.ADJUDICATOR).exists():
             raise AdjudicationRefused("not an adjudicator of this study", code="not_adjudicator")
         heads = independent_heads(unit=unit)
+        # Resolving a unit means having read its labels, however the labels were reached.
+        labels_seen_record(user=adjudicator, units=[unit.pk], via=SightVia.ADJUDICATION)
         if any(h.annotator_id == adjudicator.pk for h in heads):
             raise AdjudicationRefused(
                 "you labelled this unit yourself; another adjudicator must resolve it",

@@ -13,7 +13,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -29,11 +28,22 @@ from annotator.adjudication.services import (
     independent_heads,
 )
 from annotator.errors import AnnotationError
-from annotator.labelling.forms import SubmitForm, annotation_for_page, codebook_for_page
-from annotator.labelling.models import Assignment, Label, LabelKind
-from annotator.labelling.services import LabelRefused, _annotation_from_input
+from annotator.labelling.forms import (
+    SubmitForm,
+    TextField,
+    annotation_for_page,
+    codebook_for_page,
+)
+from annotator.labelling.models import Assignment, Label, LabelKind, SightVia
+from annotator.labelling.services import (
+    LabelRefused,
+    _annotation_from_input,
+    labels_seen_record,
+)
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
+from audit.contract.errors import ContractError
+from audit.contract.texts import loads_checked
 
 #: How many disputed units the queue page lists at once (highest priority first).
 QUEUE_PAGE_SIZE = 100
@@ -420,6 +430,7 @@ def _page_context(
         "unit": unit,
         "codebook": codebook,
         "is_tuple": is_tuple,
+        "shows_labels": bool(columns) or final is not None,
         "query": content.query,
         "answer": content.answer,
         "source": content.sources[0] if is_tuple else None,
@@ -444,15 +455,22 @@ class AdjudicationForm(SubmitForm):
     """The final annotation (JSON), the client's id for it, the rationale (the service
     refuses an empty one) and the page's own state, given back after a refusal."""
 
-    rationale = forms.CharField(required=False, strip=False, max_length=20_000)
-    page_state = forms.CharField(required=False, strip=False, max_length=2_000_000)
+    rationale = TextField(required=False, strip=False, max_length=20_000)
+    page_state = TextField(required=False, strip=False, max_length=2_000_000)
 
     def page_state_value(self) -> dict[str, Any] | None:
         try:
-            value = json.loads(self.data.get("page_state") or "null")
-        except ValueError:
+            value = loads_checked(self.data.get("page_state") or "null")
+        except ContractError:  # the page's own state, given back: unreadable means none
             return None
         return value if isinstance(value, dict) else None
+
+
+def _render_unit(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    """The side-by-side page; its labels count as seen (blinding) before it is sent."""
+    if context["shows_labels"]:
+        labels_seen_record(user=request.user, units=[context["unit"].pk], via=SightVia.ADJUDICATION)
+    return render(request, "annotator/adjudicate_unit.html", context, status=status)
 
 
 @login_required
@@ -463,7 +481,7 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
     except PermissionDenied as exc:
         return _refused_page(request, exc)
     if request.method == "GET":
-        return render(request, "annotator/adjudicate_unit.html", _page_context(unit))
+        return _render_unit(request, _page_context(unit))
 
     form = AdjudicationForm(request.POST)
     submission_id = request.POST.get("client_submission_id") or None
@@ -476,7 +494,7 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
             rationale=request.POST.get("rationale", ""),
             error=(code, sentence),
         )
-        return render(request, "annotator/adjudicate_unit.html", context, status=400)
+        return _render_unit(request, context, status=400)
 
     if not form.is_valid():
         problem = next(iter(form.errors.as_data().items()))

@@ -7,23 +7,46 @@ annotator — never a weight, a priority or anything about other people.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
+
+from audit.contract import codes
+from audit.contract.errors import ContractError
+from audit.contract.texts import bad_text, loads_checked
 
 MAX_JSON_CHARS = 2_000_000
+
+
+def _no_bad_text(value: str) -> None:
+    problem = bad_text(value, "the text")
+    if problem is not None:
+        raise forms.ValidationError(problem.message, code=problem.code)
+
+
+class TextField(forms.CharField):
+    """A free-text field whose NUL or unpaired surrogate is refused as ``invalid_text``,
+    the code the API and the services use (Django's own check would say
+    ``null_characters_not_allowed``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+        self.validators.append(_no_bad_text)
 
 
 def _json_object(raw: str, what: str) -> dict[str, Any]:
     if len(raw) > MAX_JSON_CHARS:
         raise forms.ValidationError(f"the {what} is too large", code="too_large")
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise forms.ValidationError(
-            f"the {what} is not valid JSON ({exc.msg} at character {exc.pos})", code="bad_json"
-        ) from None
+        value = loads_checked(raw)
+    except ContractError as exc:
+        if exc.code != codes.MALFORMED_JSON:  # invalid_text, too_deep: named as such
+            raise forms.ValidationError(f"the {what}: {exc.message}", code=exc.code) from None
+        raise forms.ValidationError(f"the {what} is {exc.message}", code="bad_json") from None
     if not isinstance(value, dict):
         raise forms.ValidationError(f"the {what} must be a JSON object", code="not_an_object")
     return value
@@ -32,7 +55,7 @@ def _json_object(raw: str, what: str) -> dict[str, Any]:
 class DraftForm(forms.Form):
     """Autosave: the work in progress and the draft version the client last saw."""
 
-    payload = forms.CharField(strip=False)
+    payload = TextField(strip=False)
     version = forms.IntegerField(required=False, min_value=0)
 
     def clean_payload(self) -> dict[str, Any]:
@@ -42,7 +65,7 @@ class DraftForm(forms.Form):
 class SubmitForm(forms.Form):
     """A submission: the annotation, the client's id for it and the revision it edits."""
 
-    annotation = forms.CharField(strip=False)
+    annotation = TextField(strip=False)
     client_submission_id = forms.UUIDField()
     parent_digest = forms.RegexField(regex=r"^[0-9a-f]{64}$", required=False)
 

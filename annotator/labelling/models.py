@@ -95,3 +95,37 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} label {self.record_digest[:12]}"
+
+
+class SightVia(models.TextChoices):
+    """Where someone was shown the labels of a unit."""
+
+    ADJUDICATION = "adjudication", "Adjudication page"
+    RECORD = "record", "Record page"
+    OUTCOMES = "outcomes", "Outcomes review list"
+    RELEASE = "release", "Release download"
+
+
+class LabelSight(models.Model):
+    """``user`` has been shown the labels of ``unit``: written before the labels are sent,
+    never updated or deleted (database triggers refuse both), so that the queue never
+    hands this unit to this person to label "blind" — whatever roles they hold later and
+    however the study's overlap changes. The first sighting is kept; later ones add
+    nothing. The unique index (user, unit) is what the queue's anti-join probes."""
+
+    # The unique index (user, unit) serves lookups by user; no second index on it alone.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    unit = models.ForeignKey("audit.Unit", on_delete=models.PROTECT, related_name="sights")
+    via = models.CharField(max_length=12, choices=SightVia.choices)
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "unit"], name="label_sight_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"user {self.user_id} saw the labels of unit {self.unit_id} ({self.via})"

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
-from annotator.labelling.models import Assignment, Draft, Label, LabelKind
+from annotator.labelling.models import Assignment, Draft, Label, LabelKind, LabelSight
 from annotator.labelling.selectors import label_head, unit_content
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.contract.errors import ContractError
+from audit.contract.texts import text_problem
 from audit.queueing import LABEL_SUBMITTED, queue_job
 
 # Re-exported: the record of a label is built by audit.archive.records, and every refusal
@@ -62,6 +65,101 @@ class AssignmentClosed(AnnotationError):
     code = "assignment_closed"
 
 
+class LabelsSeen(AnnotationError):
+    """The annotator has been shown other labels of this unit: no label of theirs on it
+    can be blind any more."""
+
+    code = "labels_seen"
+
+
+def text_refusal(value: Any, where: str, error: type[AnnotationError] = AnnotationError) -> None:
+    """Refuse a NUL, an unpaired surrogate or nesting too deep anywhere in ``value`` (a
+    text or a parsed JSON value) with ``invalid_text`` or ``too_deep``, naming where: the
+    one check that pages, the API and commands share before anything is stored or hashed."""
+    problem = text_problem(value, where)
+    if problem is not None:
+        raise error(problem.message, code=problem.code)
+
+
+# --- who has seen which labels ----------------------------------------------------------
+
+#: Sightings written per INSERT when the units come as a list of ids.
+SIGHT_BATCH = 5_000
+
+
+def _seen_by(user: AbstractBaseUser) -> Exists:
+    """``~_seen_by(user)`` keeps the units whose labels ``user`` was never shown: an
+    anti-join (NOT EXISTS) probing the (user, unit) index once per candidate unit."""
+    return Exists(LabelSight.objects.filter(user=user, unit=OuterRef("pk")))
+
+
+def labels_seen_record(
+    *, user: AbstractBaseUser, units: QuerySet[Unit] | Iterable[int], via: str
+) -> None:
+    """Record, before they are shown, that ``user`` is being shown the labels of
+    ``units`` (a queryset of units, or unit ids), and release the slots ``user`` still
+    holds unfinished on any of them: from now on nobody hands them such a unit to label
+    and their submissions on it are refused (:class:`LabelsSeen`).
+
+    A queryset is inserted by the database itself (INSERT … SELECT): a release of 10⁵
+    units costs one statement and no Python loop. Sightings already recorded stay as they
+    are (the first one is kept).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        if isinstance(units, QuerySet):
+            _sights_insert_select(user=user, units=units, via=via, now=now)
+        else:
+            ids = list(dict.fromkeys(int(pk) for pk in units))
+            for start in range(0, len(ids), SIGHT_BATCH):
+                LabelSight.objects.bulk_create(
+                    [
+                        LabelSight(user=user, unit_id=pk, via=via, seen_at=now)
+                        for pk in ids[start : start + SIGHT_BATCH]
+                    ],
+                    ignore_conflicts=True,
+                )
+        _slots_release_seen(user=user)
+
+
+def _sights_insert_select(
+    *, user: AbstractBaseUser, units: QuerySet[Unit], via: str, now: Any
+) -> None:
+    # One named column, whatever the queryset's joins and subqueries call its id.
+    select, params = units.order_by().values(sighted_unit=F("pk")).query.sql_with_params()
+    table = connection.ops.quote_name(LabelSight._meta.db_table)
+    # Every SELECT feeding an upsert needs a WHERE on SQLite (its parser would read ON as a
+    # join); the placeholders are the backend's (%s for both). Only the table name and
+    # the compiled SELECT are interpolated; every value is a parameter.
+    sql = (
+        f"INSERT INTO {table} (user_id, unit_id, via, seen_at) "  # noqa: S608
+        f"SELECT %s, picked.sighted_unit, %s, %s FROM ({select}) picked WHERE 1 = 1 "
+        "ON CONFLICT (user_id, unit_id) DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.pk, via, now, *params])
+
+
+def _slots_release_seen(*, user: AbstractBaseUser) -> None:
+    """Give up ``user``'s unfinished assignments on units whose labels they have seen:
+    the slot goes back to the queue for someone still blind to it. (A submitted one stays:
+    it was made blind; revisions on it are refused by :func:`label_submit`.)"""
+    stale = list(
+        Assignment.objects.select_for_update()
+        .filter(annotator=user, submitted_at__isnull=True)
+        .filter(Exists(LabelSight.objects.filter(user=user, unit=OuterRef("unit_id"))))
+        .values_list("pk", "unit_id")
+    )
+    for pk, unit_id in stale:
+        Draft.objects.filter(assignment_id=pk).delete()
+        Assignment.objects.filter(pk=pk).delete()
+        Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") - 1)
+
+
+def labels_seen_by(*, user_id: int, unit_id: int) -> bool:
+    return LabelSight.objects.filter(user_id=user_id, unit_id=unit_id).exists()
+
+
 # --- the queue -------------------------------------------------------------------------
 
 
@@ -79,9 +177,15 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     never read (one ``assigned_count < k`` walk in id order would step over every one of
     them, from the table's start). The candidates found but not taken stay locked only
     until this transaction ends.
+
+    Blinding: a unit whose labels this person has been shown (:class:`LabelSight`, on an
+    adjudication page, a record page, the outcomes review list or a release download) is
+    never handed to them, whatever their roles now and whatever the overlap is raised to:
+    each walk carries a NOT EXISTS anti-join on the (user, unit) index.
     """
     unfinished = (
         Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
+        .exclude(Exists(LabelSight.objects.filter(user=annotator, unit=OuterRef("unit_id"))))
         .order_by("id")
         .first()
     )
@@ -90,8 +194,10 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     with transaction.atomic():
         unit = None
         for taken in range(study.overlap):
-            candidates = Unit.objects.select_for_update(skip_locked=True, of=("self",)).filter(
-                study=study, assigned_count=taken
+            candidates = (
+                Unit.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(study=study, assigned_count=taken)
+                .exclude(_seen_by(annotator))
             )
             if taken:
                 # A unit nobody holds (assigned_count counts its assignments) is nobody's:
@@ -117,6 +223,7 @@ def draft_save(
     regardless); a mismatch means another tab saved since, and nothing is overwritten."""
     if not isinstance(payload, dict):
         raise AnnotationError("a draft must be a JSON object", code="invalid_draft")
+    text_refusal(payload, "draft")
     with transaction.atomic():
         draft, _ = Draft.objects.select_for_update().get_or_create(assignment=assignment)
         if base_version is not None and base_version != draft.version:
@@ -201,6 +308,7 @@ def label_submit(
         raise AnnotationError(
             "client_submission_id must be a UUID", code="invalid_submission_id"
         ) from exc
+    text_refusal(annotation, "annotation", LabelRefused)
     replay = Label.objects.filter(
         annotator_id=assignment.annotator_id, client_submission_id=submission_id
     ).first()
@@ -211,6 +319,12 @@ def label_submit(
     with transaction.atomic():
         # Serializes submissions on this assignment (PostgreSQL row lock).
         Assignment.objects.select_for_update().filter(pk=assignment.pk).first()
+        if labels_seen_by(user_id=assignment.annotator_id, unit_id=assignment.unit_id):
+            raise LabelsSeen(
+                "you have been shown other people's labels of this unit (adjudication, "
+                "record, outcomes or a release), so a label of yours on it would not be "
+                "blind; it is left to annotators who have not seen them"
+            )
         head = label_head(assignment=assignment)
         head_digest = head.record_digest if head else None
         if parent_digest != head_digest:
@@ -220,17 +334,20 @@ def label_submit(
                 f"the submission names {parent_digest or 'none'}",
                 head=head,
             )
-        record = record_build(
-            study=study,
-            content=unit_content(unit=assignment.unit),
-            annotation=_annotation_from_input(
+        try:
+            record = record_build(
                 study=study,
-                data=annotation,
-                pseudonym=pseudonym_of(study=study, user=assignment.annotator),
-                kind=LabelKind.INDEPENDENT.value,
-            ),
-            parents=[head_digest] if head_digest else [],
-        )
+                content=unit_content(unit=assignment.unit),
+                annotation=_annotation_from_input(
+                    study=study,
+                    data=annotation,
+                    pseudonym=pseudonym_of(study=study, user=assignment.annotator),
+                    kind=LabelKind.INDEPENDENT.value,
+                ),
+                parents=[head_digest] if head_digest else [],
+            )
+        except ContractError as exc:  # sealing refuses what cannot be hashed or stored
+            raise LabelRefused(exc.message, code=exc.code) from None
         result = check_record(record, codebook_registry())
         if not result.ok:
             raise LabelRefused(result.message or "refused", code=result.reason)

@@ -12,6 +12,7 @@ from typing import Any
 from audit.archive import mapping
 from audit.archive.models import CodebookUnit, Study, Tuple, Unit
 from audit.contract.digests import seal_record
+from audit.contract.texts import text_problem
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,14 @@ def record_build(
     annotation: dict[str, Any],
     parents: list[str],
 ) -> dict[str, Any]:
-    """The full record (docs/formats.md) of ``annotation`` on a unit, sealed."""
-    return seal_record(
-        record_body(study=study, content=content, annotation=annotation, parents=parents)
-    )
+    """The full record (docs/formats.md) of ``annotation`` on a unit, sealed.
+
+    Checked before it is sealed: a NUL (which PostgreSQL cannot store), an unpaired
+    surrogate (no UTF-8 bytes to hash) or nesting deep enough to exhaust the serializer
+    raises :class:`ContractError` ``invalid_text`` or ``too_deep`` naming where, before
+    any digest is computed."""
+    body = record_body(study=study, content=content, annotation=annotation, parents=parents)
+    problem = text_problem(body)
+    if problem is not None:
+        raise problem
+    return seal_record(body)

@@ -16,6 +16,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import study_get_for_researcher
+from annotator.labelling.models import SightVia
+from annotator.labelling.services import labels_seen_record
+from audit.archive.models import Unit
 from audit.ledger.downloads import csv_response, csv_stream_response
 from audit.ledger.selectors import (
     ACTIONS,
@@ -220,6 +223,9 @@ def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
     outcomes = study_outcomes_shown(study=study)
     if outcomes.stale or outcomes.counting:
         queue_job_once(STUDY_OUTCOMES_REFRESH, study.pk)
+    labels_seen_record(
+        user=request.user, units=[row.unit_id for row in outcomes.review], via=SightVia.OUTCOMES
+    )
     sections = [
         {
             "key": "final",
@@ -258,6 +264,11 @@ def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
     file_name = f"{study.slug}-outcomes-{table}.csv"
     if table == "review":  # one row per unit: streamed from the database as it is read
         rows = review_rows(study=study, sealed=lambda key: partition_sealed(study, key))
+        labels_seen_record(  # every unit the file lists, in one INSERT … SELECT
+            user=request.user,
+            units=Unit.objects.filter(pk__in=rows.order_by().values("unit_id")),
+            via=SightVia.OUTCOMES,
+        )
         values = rows.iterator(chunk_size=2000)
         return csv_stream_response(review_csv_rows(map(review_row, values)), file_name)
     outcomes = study_outcomes_shown(study=study)
@@ -284,6 +295,7 @@ def study_record(request: HttpRequest, slug: str, digest: str) -> HttpResponse:
     detail = record_detail(study=study, digest=digest)
     if detail is None:
         raise Http404(f"no record {digest!r} in study {slug!r}")
+    labels_seen_record(user=request.user, units=[detail.label.unit_id], via=SightVia.RECORD)
     context = {
         "study": study,
         "detail": detail,

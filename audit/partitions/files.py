@@ -5,11 +5,13 @@ Django."""
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit.contract import codes
+from audit.contract.errors import ContractError
+from audit.contract.texts import bad_text, loads_checked
 from audit.partitions.rules import (
     BAD_DIGEST,
     BAD_PARTITION,
@@ -52,9 +54,11 @@ def _is_jsonl(text: str, file_name: str) -> bool:
 def _line_values(raw: str, number: int, jsonl: bool) -> tuple[str, str] | LineProblem:
     if jsonl:
         try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            return LineProblem(number, MALFORMED_LINE, f"not a JSON value ({exc.msg})")
+            value = loads_checked(raw)
+        except ContractError as exc:
+            if exc.code == codes.MALFORMED_JSON:
+                return LineProblem(number, MALFORMED_LINE, f"not a JSON value ({exc.message})")
+            return LineProblem(number, exc.code, exc.message)
         if not isinstance(value, dict):
             return LineProblem(number, MALFORMED_LINE, "each line is a JSON object")
         missing = [key for key in ("digest", "partition") if key not in value]
@@ -64,6 +68,9 @@ def _line_values(raw: str, number: int, jsonl: bool) -> tuple[str, str] | LinePr
         if not isinstance(digest, str) or not isinstance(partition, str):
             return LineProblem(number, MALFORMED_LINE, "digest and partition are strings")
         return digest, partition
+    problem = bad_text(raw, "the line")
+    if problem is not None:
+        return LineProblem(number, problem.code, problem.message)
     cells = next(csv.reader([raw]))
     if len(cells) != 2:
         return LineProblem(

@@ -10,6 +10,8 @@ from typing import Any
 from django import forms
 
 from audit.archive.models import Codebook, Study
+from audit.contract import codes
+from audit.contract.texts import MAX_DEPTH, text_problem
 from audit.partitions.rules import FIELD_LABELS, GROUP_FIELDS, Rule, ShareRule, ValuesRule
 
 KIND_VALUES = "values"
@@ -102,12 +104,21 @@ class ThresholdsForm(forms.Form):
     def clean_thresholds(self) -> Any:
         text = self.cleaned_data["thresholds"]
         try:
-            return json.loads(text)
+            value = json.loads(text)
+        except RecursionError:
+            raise forms.ValidationError(
+                f"thresholds nest arrays or objects more than {MAX_DEPTH} levels deep",
+                code=codes.TOO_DEEP,
+            ) from None
         except ValueError as exc:
             raise forms.ValidationError(
                 f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
                 code="invalid_json",
             ) from exc
+        problem = text_problem(value, "thresholds")
+        if problem is not None:
+            raise forms.ValidationError(problem.message, code=problem.code)
+        return value
 
 
 class FreezeForm(forms.Form):

@@ -27,6 +27,7 @@ from annotator.labelling.models import Label
 from annotator.memberships.models import Membership
 from audit.archive import bulk
 from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, Study, Tuple, Unit
+from audit.contract.texts import text_problem
 from audit.partitions.files import LineProblem, file_assignment, parse_partition_file
 from audit.partitions.freeze import (
     FreezeContents,
@@ -512,6 +513,9 @@ def partition_file_apply(*, study: Study, data: bytes, file_name: str = "") -> F
 def study_thresholds_set(*, study: Study, thresholds: Any) -> Study:
     """Replace the study's operating thresholds (a JSON object of named numbers).
     Refused once the study is frozen."""
+    problem = text_problem(thresholds, "thresholds")
+    if problem is not None:
+        raise PartitionError(problem.message, code=problem.code)
     problems = thresholds_problems(thresholds)
     if problems:
         raise PartitionError("; ".join(problems), code="invalid_thresholds")

@@ -133,7 +133,7 @@ class ReleaseFileApi(StrictQueryParams, APIView):
         release = _release(request, study_slug, slug)
         name = request.query_params.get("name", "")
         try:
-            path = release_file_path(release=release, file_name=name)
+            path = release_file_path(release=release, file_name=name, reader=request.user)
         except LookupError:
             raise Http404("no such file in this release") from None
         return FileResponse(

@@ -58,6 +58,11 @@ BUNDLE_FILES = (
     MANIFEST,
 )
 _BUNDLE_FILE_SET = frozenset(BUNDLE_FILES)
+#: The files that show units' labels (and outcomes computed from them): whoever downloads
+#: one, or the zip, has seen the labels of every unit in the release.
+LABEL_FILES = frozenset(
+    (RECORDS, *(f"{table}.{ext}" for table in TABLE_NAMES for ext in TABLE_FORMATS))
+)
 #: The media type a bundle file is served with, by suffix.
 CONTENT_TYPES = {
     ".jsonl": "application/x-ndjson",

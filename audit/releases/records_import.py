@@ -24,7 +24,6 @@ same study changes nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +40,8 @@ from audit.archive.selectors import codebook_registry
 from audit.archive.services import LineProblem, _reject, _store, _Unit
 from audit.contract import check_record, codes
 from audit.contract.digests import tuple_digest, unit_digest
+from audit.contract.errors import ContractError
+from audit.contract.texts import loads_checked
 from audit.ledger.chain import ledger_append
 from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
 
@@ -103,9 +104,14 @@ def records_import(*, study: Study, data: bytes, file_name: str, user: Any = Non
     registry = codebook_registry()
     for number, line in enumerate(lines, start=1):
         try:
-            value = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
-            problems.append(LineProblem(number, codes.MALFORMED_JSON, f"not JSON: {exc}"))
+            value = loads_checked(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            problems.append(
+                LineProblem(number, codes.INVALID_UTF8, f"the line is not UTF-8: {exc.reason}")
+            )
+            continue
+        except ContractError as exc:  # malformed_json, invalid_text, too_deep
+            problems.append(LineProblem(number, exc.code, exc.message))
             continue
         if number == 1:
             problem = _header_problem(value, study)

@@ -30,11 +30,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef, QuerySet
 from django.utils import timezone
 
-from annotator.labelling.models import Label, LabelKind
+from annotator.labelling.models import Label, LabelKind, SightVia
+from annotator.labelling.services import labels_seen_record
 from audit.archive import mapping
 from audit.archive.models import CodebookUnit, Partition, Study, Tuple, Unit, UnitState
 from audit.archive.records import UnitContent, record_body
@@ -665,24 +667,50 @@ def _reliability(study: Study, directory: Path) -> str:
 # --- reads for pages and the API ---------------------------------------------------------
 
 
-def release_file_path(*, release: Release, file_name: str) -> Path:
+def release_units(*, release: Release) -> QuerySet[Unit]:
+    """The units whose labels ``release`` holds, or a superset: every unit of the study
+    with a label made before the release was finished, without the test partition when it
+    was sealed then (no freeze, or one made after the release was finished)."""
+    finished = release.finished_at or timezone.now()
+    units = Unit.objects.filter(study_id=release.study_id).filter(
+        Exists(Label.objects.filter(unit=OuterRef("pk"), created_at__lte=finished))
+    )
+    freeze = StudyFreeze.objects.filter(study_id=release.study_id).first()
+    if freeze is None or freeze.frozen_at > finished:
+        units = units.exclude(partition=Partition.TEST)
+    return units
+
+
+def _release_read(*, release: Release, reader: AbstractBaseUser | None, labels: bool) -> None:
+    """A person about to receive the release's labels has seen them (blinding): recorded
+    before a byte is sent."""
+    if labels and reader is not None:
+        labels_seen_record(user=reader, units=release_units(release=release), via=SightVia.RELEASE)
+
+
+def release_file_path(*, release: Release, file_name: str, reader: AbstractBaseUser | None) -> Path:
     """A ready release's file, by a name its row lists (never a name from the request
-    alone); ``LookupError`` for anything else."""
+    alone); ``LookupError`` for anything else. ``reader`` is the person it is sent to
+    (None for the app's own reads): a file with labels counts as showing them."""
     if release.status != ReleaseStatus.READY or file_name not in release.files:
         raise LookupError(file_name)
-    return rf.bundle_file(release_dir(study=release.study, name=release.name), file_name)
+    path = rf.bundle_file(release_dir(study=release.study, name=release.name), file_name)
+    _release_read(release=release, reader=reader, labels=file_name in rf.LABEL_FILES)
+    return path
 
 
 def release_manifest_text(*, release: Release) -> str:
     try:
-        return release_file_path(release=release, file_name=rf.MANIFEST).read_text("utf-8")
+        path = release_file_path(release=release, file_name=rf.MANIFEST, reader=None)
+        return path.read_text("utf-8")
     except (LookupError, OSError):
         return ""
 
 
-def release_zip_path(*, release: Release) -> Path:
+def release_zip_path(*, release: Release, reader: AbstractBaseUser | None) -> Path:
     """The bundle as a deterministic zip next to its folder (``<name>.zip``: a release
-    name has no dot, so it never names a folder), written once on first request."""
+    name has no dot, so it never names a folder), written once on first request. It holds
+    the labels: sending it to ``reader`` counts as showing them."""
     if release.status != ReleaseStatus.READY:
         raise LookupError(release.name)
     directory = release_dir(study=release.study, name=release.name)
@@ -697,6 +725,7 @@ def release_zip_path(*, release: Release) -> Path:
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
+    _release_read(release=release, reader=reader, labels=True)
     return target
 
 

@@ -105,7 +105,7 @@ def release_file(request: HttpRequest, study_slug: str, slug: str) -> FileRespon
     release = _release(request, study_slug, slug)
     name = request.GET.get("file", "")
     try:
-        path = release_file_path(release=release, file_name=name)
+        path = release_file_path(release=release, file_name=name, reader=request.user)
     except LookupError:
         raise Http404("no such file in this release") from None
     suffix = path.suffix if path.suffix else ".txt"
@@ -123,7 +123,7 @@ def release_file(request: HttpRequest, study_slug: str, slug: str) -> FileRespon
 def release_zip(request: HttpRequest, study_slug: str, slug: str) -> FileResponse:
     release = _release(request, study_slug, slug)
     try:
-        path = release_zip_path(release=release)
+        path = release_zip_path(release=release, reader=request.user)
     except LookupError:
         raise Http404("this release is not ready") from None
     return FileResponse(

@@ -11,8 +11,13 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.models import Assignment
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import draft_save, label_submit
+from annotator.memberships.models import Membership, Role
+from annotator.memberships.services import pseudonym_of, study_overlap_set
+from audit.archive.models import Unit
 from tests.annotation.annotations import source_risk
 from tests.browser.helpers import assign, login, login_fast, open_form, unit_where
 
@@ -133,3 +138,52 @@ def test_a_shared_browser_keeps_no_copy_after_submit_and_logout(page, context, d
     expect(page.locator("header .who")).to_have_text("annotator2")
     stored = page.evaluate("() => JSON.stringify(Object.entries(window.localStorage))")
     assert SUBMITTED_RATIONALE not in stored
+
+
+def test_an_annotator_adjudicator_never_gets_the_unit_they_adjudicated(page, context, events, demo):
+    """The attack of issue 11, in the browser: someone who annotates and adjudicates reads
+    both labels of a disputed unit, the study's overlap is raised, and "Next item" never
+    hands them that unit: every other unit comes, then nothing is left."""
+    study = demo.studies[RISK]
+    unit = unit_where(study, tuple__source__text__contains="😂")
+    for username, values in (("annotator1", (1, 1, 1, 0)), ("annotator2", (1, 1, None, 0))):
+        label = label_submit(
+            assignment=assign(unit, demo.users[username]),
+            annotation=source_risk(unit_content(unit=unit), values=values),
+            client_submission_id=uuid.uuid4(),
+            parent_digest=None,
+        ).label
+        label_submitted.run(label.pk)
+    dual = demo.users["adjudicator"]
+    Membership.objects.get_or_create(study=study, user=dual, role=Role.ANNOTATOR)
+    login_fast(context, dual, demo.url)
+
+    page.goto(f"/adjudicate/{unit.pk}/")
+    expect(page.locator("#pick-status")).to_contain_text("still to decide")
+    for username in ("annotator1", "annotator2"):
+        expect(page.locator("body")).to_contain_text(
+            pseudonym_of(study=study, user=demo.users[username])
+        )
+    study_overlap_set(study=study, overlap=3)
+
+    handed = []
+    for _ in range(Unit.objects.filter(study=study).count() + 1):
+        page.goto(f"/studies/{RISK}/annotate/")
+        page.click("#next-item")
+        page.wait_for_load_state()
+        found = re.search(r"/assignments/(\d+)/$", page.url)
+        if found is None:
+            break
+        assignment = Assignment.objects.select_related("unit").get(pk=int(found[1]))
+        handed.append(assignment.unit_id)
+        assert assignment.unit_id != unit.pk, "handed the unit whose labels it read"
+        label_submit(
+            assignment=assignment,
+            annotation=source_risk(unit_content(unit=assignment.unit)),
+            client_submission_id=uuid.uuid4(),
+            parent_digest=None,
+        )
+    expect(page.locator("body")).to_contain_text("Nothing is left for you to annotate")
+    assert unit.pk not in handed
+    assert len(handed) == Unit.objects.filter(study=study).count() - 1
+    assert events.page_errors == []

@@ -341,8 +341,10 @@ def test_the_outcomes_page_takes_a_fixed_number_of_queries(
     assert count() == before
     # Session, user, study with its codebook, membership, whether the study is small
     # enough to count here, the freeze (is `test` still sealed?), units by partition and
-    # state, final and independent records grouped, and the first rows of the review list.
-    with django_assert_max_num_queries(11):
+    # state, final and independent records grouped, the first rows of the review list, and
+    # the record that the researcher has seen those units' labels (a savepoint, the insert,
+    # the release of any slot they held on them).
+    with django_assert_max_num_queries(15):
         client.get(outcomes_url(study))
 
 
@@ -443,7 +445,8 @@ def test_the_record_page_takes_a_fixed_number_of_queries(
     study, people, world, django_assert_max_num_queries
 ):
     client = client_for(people["res"])
-    with django_assert_max_num_queries(14):
+    # Thirteen reads, and four to record that the researcher saw the unit's labels.
+    with django_assert_max_num_queries(17):
         assert client.get(record_url(study, final_of(world["u5"]).record_digest)).status_code == 200
 
 

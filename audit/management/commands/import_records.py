@@ -76,6 +76,6 @@ def _header_kind(data: bytes) -> str | None:
     first = data.split(b"\n", 1)[0]
     try:
         header = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None  # the observation parser reports the bad header with its reason
     return header.get("claimgate") if isinstance(header, dict) else None
