@@ -18,7 +18,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -131,3 +131,40 @@ def schema_errors(
                 if code.startswith("4") and "content" not in response:
                     response["content"] = _json(_ERROR_REF)
     return result
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean and nothing else: DRF's BooleanField also takes 0, 1, "yes", "on",
+    which the schema (``type: boolean``) does not allow."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if isinstance(data, bool):
+            return data
+        self.fail("invalid", input=data)
+        raise AssertionError  # fail() raises
+
+
+class _StrictText:
+    """Text fields that take a JSON string and nothing else (DRF turns 0 into "0")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")  # type: ignore[attr-defined]
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class StrictCharField(_StrictText, serializers.CharField):
+    pass
+
+
+class StrictSlugField(_StrictText, serializers.SlugField):
+    pass
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number and nothing else (DRF also takes "0.5" and true)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)

@@ -53,6 +53,7 @@ from annotator.labelling.services import (
 )
 from annotator.labelling.throttling import SubmitThrottle
 from audit.archive.models import CodebookUnit
+from config.api import StrictCharField
 
 INVALID_IF_MATCH = "invalid_if_match"
 IF_MATCH_REQUIRED = "if_match_required"
@@ -493,7 +494,7 @@ class LabelsApi(AnnotatorApi):
     """Your revisions of one unit (GET) and submissions (POST). Only POST is throttled."""
 
     class AssistedInput(serializers.Serializer):
-        model = serializers.CharField(max_length=ASSISTED_MODEL_MAX)
+        model = StrictCharField(max_length=ASSISTED_MODEL_MAX)
 
         class Meta:
             ref_name = "AssistedInput"

@@ -27,6 +27,7 @@ from audit.partitions.services import (
     partition_rule_preview,
     study_freeze,
 )
+from config.api import StrictBooleanField, StrictCharField, StrictFloatField
 
 
 class ErrorOutput(serializers.Serializer):
@@ -147,16 +148,16 @@ class PartitionRuleApi(StrictQueryParams, APIView):
     class Input(serializers.Serializer):
         field = serializers.ChoiceField(choices=GROUP_FIELDS)
         test_values = serializers.ListField(
-            child=serializers.CharField(max_length=200),
+            child=StrictCharField(max_length=200),
             required=False,
             allow_empty=False,
             min_length=1,
         )
-        share = serializers.FloatField(
+        share = StrictFloatField(
             required=False, min_value=0, max_value=1, help_text="Share of the values (groups)."
         )
-        seed = serializers.CharField(required=False, default="", allow_blank=True, max_length=100)
-        dry_run = serializers.BooleanField(required=False, default=False)
+        seed = StrictCharField(required=False, default="", allow_blank=True, max_length=100)
+        dry_run = StrictBooleanField(required=False, default=False)
 
         class Meta:
             ref_name = "PartitionRuleInput"

@@ -23,6 +23,7 @@ from audit.releases.services import (
     release_file_path,
     release_request,
 )
+from config.api import StrictBooleanField, StrictSlugField
 
 
 class ReleaseFileOutput(serializers.Serializer):
@@ -63,8 +64,8 @@ class RefusalOutput(serializers.Serializer):
 
 class ReleasesApi(StrictQueryParams, APIView):
     class Input(serializers.Serializer):
-        name = serializers.SlugField(max_length=80)
-        withhold_texts = serializers.BooleanField(default=False)
+        name = StrictSlugField(max_length=80)
+        withhold_texts = StrictBooleanField(default=False)
 
         class Meta:
             ref_name = "ReleaseCreate"
