@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -21,6 +21,7 @@ from annotator.labelling.models import Assignment
 from audit.archive.models import Study
 
 UNKNOWN_QUERY_PARAMETER = "unknown_query_parameter"
+INVALID_QUERY_PARAMETER = "invalid_query_parameter"
 
 
 class UnknownQueryParameters(APIException):
@@ -41,11 +42,51 @@ class UnknownQueryParameters(APIException):
         )
 
 
+class InvalidQueryParameter(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = INVALID_QUERY_PARAMETER
+
+    def __init__(self, name: str, rule: str, values: list[str]) -> None:
+        super().__init__(
+            {
+                "reason": INVALID_QUERY_PARAMETER,
+                "message": f"{name} must be {rule}, not {', '.join(values)!r}",
+                "parameters": [name],
+            }
+        )
+
+
 class ListPagination(LimitOffsetPagination):
-    """``?limit=&offset=``; pages of 100 unless asked, never more than 1000."""
+    """``?limit=&offset=``; pages of 100 unless asked, never more than 1000. A value that is
+    not a whole number in range is refused (400), not silently replaced by the default."""
 
     default_limit = 100
     max_limit = 1000
+
+    def _number(self, request: Request, name: str, minimum: int) -> int | None:
+        values = request.query_params.getlist(name)
+        if not values:
+            return None
+        if len(values) == 1 and values[0].isascii() and values[0].isdigit():
+            number = int(values[0])
+            if number >= minimum:
+                return number
+        raise InvalidQueryParameter(name, f"one whole number from {minimum}", values)
+
+    def get_limit(self, request: Request) -> int:
+        limit = self._number(request, self.limit_query_param, 1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
+    def get_offset(self, request: Request) -> int:
+        offset = self._number(request, self.offset_query_param, 0)
+        return offset or 0
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            minimum = 1 if parameter["name"] == self.limit_query_param else 0
+            parameter["schema"] = {"type": "integer", "minimum": minimum}
+        return parameters
 
 
 class StrictQueryParams:
@@ -68,6 +109,10 @@ class StrictQueryParams:
         unknown = sorted(set(request.query_params) - allowed)
         if unknown:
             raise UnknownQueryParameters(unknown, sorted(allowed))
+        for name in sorted(request.query_params):
+            values = request.query_params.getlist(name)
+            if len(values) > 1:  # no parameter of this API is a list
+                raise InvalidQueryParameter(name, "given once", values)
 
     def allowed_query_params(self) -> set[str]:
         allowed = set(self.extra_query_params)
@@ -86,7 +131,10 @@ class StrictQueryParams:
         request = self.request  # type: ignore[attr-defined]
         filterset = self.filterset_class(request.query_params, queryset=queryset, request=request)
         if not filterset.is_valid():
-            raise ValidationError(filterset.errors)
+            name, messages = next(iter(filterset.errors.items()))
+            raise InvalidQueryParameter(
+                name, "; ".join(str(m) for m in messages), request.query_params.getlist(name)
+            )
         return filterset.qs
 
 

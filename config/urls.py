@@ -45,3 +45,6 @@ urlpatterns = [
     *(path("api/", include(routes.api_urlpatterns)) for routes in CAPABILITIES),
     *(path("", include(routes.urlpatterns)) for routes in CAPABILITIES),
 ]
+
+# JSON under /api/ (config.api), Django's page elsewhere.
+handler404 = "config.api.not_found"

@@ -53,6 +53,7 @@ from annotator.labelling.services import (
 )
 from annotator.labelling.throttling import SubmitThrottle
 from audit.archive.models import CodebookUnit
+from config.api import StrictCharField
 
 INVALID_IF_MATCH = "invalid_if_match"
 IF_MATCH_REQUIRED = "if_match_required"
@@ -375,10 +376,15 @@ class AssignmentDetailApi(AnnotatorApi):
         return Response(assignment_detail(assignment))
 
 
+#: What _if_match_tags reads: * or a comma-separated list of entity tags (W/ allowed).
+_TAG = r'(W/)?("[^",\s]+"|[^",\s]+)'
+IF_MATCH_PATTERN = rf"^\s*(\*|{_TAG}(\s*,\s*{_TAG})*)\s*$"
+
 _IF_MATCH_DRAFT = OpenApiParameter(
     "If-Match",
     str,
     OpenApiParameter.HEADER,
+    pattern=IF_MATCH_PATTERN,
     description='The draft version you last saw, as its ETag: "draft-<version>" (W/ allowed), '
     "or * for any existing draft. Required once the draft exists; "
     'without a draft, leave it out (or send "draft-0").',
@@ -387,6 +393,7 @@ _IF_MATCH_LABEL = OpenApiParameter(
     "If-Match",
     str,
     OpenApiParameter.HEADER,
+    pattern=r'^\s*(W/)?("[0-9a-fA-F]{64}"|[0-9a-fA-F]{64})\s*$',
     description="The record digest of the revision this submission edits, quoted. "
     "Leave it out for the first submission.",
 )
@@ -487,7 +494,7 @@ class LabelsApi(AnnotatorApi):
     """Your revisions of one unit (GET) and submissions (POST). Only POST is throttled."""
 
     class AssistedInput(serializers.Serializer):
-        model = serializers.CharField(max_length=ASSISTED_MODEL_MAX)
+        model = StrictCharField(max_length=ASSISTED_MODEL_MAX)
 
         class Meta:
             ref_name = "AssistedInput"

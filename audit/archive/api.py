@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -15,6 +15,15 @@ from annotator.filters import StrictQueryParams
 from audit.archive.models import ImportBatch, ImportStatus
 from audit.archive.selectors import studies_with_counts
 from audit.archive.services import observations_import
+from audit.contract import codes
+
+
+class ErrorOutput(serializers.Serializer):
+    reason = serializers.CharField(help_text="Machine-readable reason code.")
+    message = serializers.CharField(help_text="A sentence for people.")
+
+    class Meta:
+        ref_name = "ImportRefusal"
 
 
 class ImportBatchOutput(serializers.ModelSerializer):
@@ -69,18 +78,28 @@ class StudyListApi(StrictQueryParams, APIView):
         return Response(self.Output(studies, many=True).data)
 
 
-class StudyImportApi(APIView):
+class StudyImportApi(StrictQueryParams, APIView):
     """Import an observation file (researchers of the study only). Atomic: a file with any
-    bad line imports nothing and answers 400 listing every bad line."""
+    bad line imports nothing and answers 400 listing the bad lines (the first 1,000; the
+    count is exact). A file over the limit answers 413 (file_too_large) before it is read."""
 
     parser_classes = [MultiPartParser]
 
     class Input(serializers.Serializer):
         file = serializers.FileField()
 
+        class Meta:
+            ref_name = "ImportInput"
+
     @extend_schema(
         request={"multipart/form-data": Input},
-        responses={201: ImportBatchOutput, 200: ImportBatchOutput, 400: ImportBatchOutput},
+        responses={
+            201: ImportBatchOutput,
+            200: ImportBatchOutput,
+            400: OpenApiResponse(ImportBatchOutput, description="Bad lines: nothing imported."),
+            409: OpenApiResponse(ErrorOutput, description="study_frozen: nothing enters it."),
+            413: OpenApiResponse(ErrorOutput, description="file_too_large: over the limit."),
+        },
         operation_id="study_import_create",
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -88,18 +107,28 @@ class StudyImportApi(APIView):
         payload = self.Input(data=request.data)
         payload.is_valid(raise_exception=True)
         upload = payload.validated_data["file"]
+        upload.seek(0)
         batch = observations_import(
-            study=study, data=upload.read(), file_name=upload.name, user=request.user
+            study=study, data=upload.file, file_name=upload.name, user=request.user
         )
         code = {
             ImportStatus.IMPORTED: status.HTTP_201_CREATED,
             ImportStatus.UNCHANGED: status.HTTP_200_OK,
             ImportStatus.REJECTED: status.HTTP_400_BAD_REQUEST,
         }[batch.status]
+        # A whole-file refusal is about the file (413) or the study's state (409), not a line.
+        whole = {
+            codes.FILE_TOO_LARGE: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            codes.STUDY_FROZEN: status.HTTP_409_CONFLICT,
+        }
+        first = batch.errors[0] if batch.errors else {}
+        if first.get("line") == 0 and first.get("reason") in whole:
+            body = {"reason": first["reason"], "message": first["message"]}
+            return Response(body, status=whole[first["reason"]])
         return Response(ImportBatchOutput(batch).data, status=code)
 
 
-class StudyImportDetailApi(APIView):
+class StudyImportDetailApi(StrictQueryParams, APIView):
     @extend_schema(responses=ImportBatchOutput, operation_id="study_import_retrieve")
     def get(self, request: Request, slug: str, batch_id: int) -> Response:
         study = study_get_for_researcher(user=request.user, slug=slug)

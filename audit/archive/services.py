@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.db import transaction
@@ -38,10 +37,11 @@ from audit.contract.digests import (
     text_digest,
     unit_digest_from_parts,
 )
-from audit.contract.observations import gc_paused
+from audit.contract.observations import MAX_ERRORS, gc_paused
+from audit.contract.streams import HashingReader, as_stream, stream_size
 
 #: How many line errors an import batch keeps for display; the count is always exact.
-STORED_ERRORS_LIMIT = 10_000
+STORED_ERRORS_LIMIT = MAX_ERRORS
 
 
 class CodebookConflict(Exception):
@@ -85,23 +85,48 @@ class LineProblem:
         return {"line": self.line, "reason": self.reason, "message": self.message}
 
 
-def observations_import(
-    *, study: Study, data: bytes, file_name: str, user: Any = None
-) -> ImportBatch:
-    """Import an observation file into ``study``, atomically.
+def import_size_problem(size: int | None) -> LineProblem | None:
+    """The whole-file refusal of a file of ``size`` bytes past the import limit, if any
+    (checked before a byte of it is read)."""
+    limit = settings.IMPORT_MAX_FILE_BYTES
+    if size is None or size <= limit:
+        return None
+    return LineProblem(
+        0,
+        codes.FILE_TOO_LARGE,
+        f"the file is {size:,} bytes; the limit for one import is {limit:,} bytes: "
+        "split it into several files",
+    )
 
-    Every line is checked first; if any is bad, nothing is written to the archive and the
-    returned batch (status ``rejected``) lists every bad line. Otherwise all observations
-    and tuples are written in one transaction; those already in the study (same digests)
-    are counted, not duplicated, so importing a file twice changes nothing.
-    """
-    batch = ImportBatch(
+
+def import_batch_start(*, study: Study, file_name: str, size: int | None, user: Any) -> ImportBatch:
+    """An unsaved batch for a file; its digest and size are filled as the file is read."""
+    return ImportBatch(
         study=study,
         file_name=file_name[:255],
-        file_sha256=hashlib.sha256(data).hexdigest(),
-        file_bytes=len(data),
+        file_sha256="",
+        file_bytes=size or 0,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
+
+
+def observations_import(
+    *, study: Study, data: bytes | BinaryIO, file_name: str, user: Any = None
+) -> ImportBatch:
+    """Import an observation file (bytes, or a binary file object read from its current
+    position) into ``study``, atomically.
+
+    Every line is checked first; if any is bad, nothing is written to the archive and the
+    returned batch (status ``rejected``) lists the first bad lines and counts them all.
+    Otherwise all observations and tuples are written in one transaction; those already in
+    the study (same digests) are counted, not duplicated, so importing a file twice changes
+    nothing. A file over ``IMPORT_MAX_FILE_BYTES`` is refused before it is read; the file
+    is read line by line, so memory follows the limit and the good observations, never
+    the upload (see audit.contract.observations).
+    """
+    stream = as_stream(data)
+    size = stream_size(stream)
+    batch = import_batch_start(study=study, file_name=file_name, size=size, user=user)
     if Study.objects.filter(pk=study.pk, freeze__isnull=False).exists():  # partitions' freeze
         return _reject(
             batch,
@@ -116,28 +141,21 @@ def observations_import(
             ],
             lines=0,
         )
-    limit = settings.IMPORT_MAX_FILE_BYTES
-    if len(data) > limit:
-        return _reject(
-            batch,
-            [
-                LineProblem(
-                    0,
-                    codes.LINE_TOO_LONG,
-                    f"the file is {len(data):,} bytes; the limit for one import is "
-                    f"{limit:,} bytes: split it into several files",
-                )
-            ],
-            lines=0,
-        )
+    too_large = import_size_problem(size)
+    if too_large is not None:
+        return _reject(batch, [too_large], lines=0)
 
     with gc_paused():  # see gc_paused: nothing the import builds is in a cycle
-        return _observations_import(study, batch, data)
+        return _observations_import(study, batch, HashingReader(stream))
 
 
-def _observations_import(study: Study, batch: ImportBatch, data: bytes) -> ImportBatch:
-    parsed = parse_observation_file(data, codebook_registry())
+def _observations_import(study: Study, batch: ImportBatch, reader: HashingReader) -> ImportBatch:
+    parsed = parse_observation_file(reader, codebook_registry())
+    reader.drain()
+    batch.file_sha256 = reader.hexdigest()
+    batch.file_bytes = reader.bytes_read
     problems = [LineProblem(e.line, e.reason, e.message) for e in parsed.errors]
+    count = parsed.error_count
     header = parsed.header
     if not problems and header is not None:
         wanted = (study.codebook.name, study.codebook.version)
@@ -151,12 +169,13 @@ def _observations_import(study: Study, batch: ImportBatch, data: bytes) -> Impor
                     f"uses {wanted[0]} {wanted[1]}",
                 )
             )
+            count += 1
     line_count = len(parsed.observations) + 1
     units: list[_Unit] = []
     if not problems:
-        units, problems = _plan_units(parsed.observations, parsed.lines)
+        units, problems, count = _plan_units(parsed.observations, parsed.lines)
     if problems:
-        return _reject(batch, problems, lines=line_count)
+        return _reject(batch, problems, lines=line_count, count=count)
     with transaction.atomic():
         batch.status = ImportStatus.IMPORTED
         batch.lines = line_count
@@ -171,10 +190,18 @@ def _observations_import(study: Study, batch: ImportBatch, data: bytes) -> Impor
     return batch
 
 
-def _reject(batch: ImportBatch, problems: Sequence[LineProblem], *, lines: int) -> ImportBatch:
+def _reject(
+    batch: ImportBatch,
+    problems: Sequence[LineProblem],
+    *,
+    lines: int,
+    count: int | None = None,
+) -> ImportBatch:
+    """Store the refusal: the first problems (STORED_ERRORS_LIMIT) and how many there were
+    (``count``, when more were counted than kept)."""
     batch.status = ImportStatus.REJECTED
     batch.lines = lines
-    batch.error_count = len(problems)
+    batch.error_count = len(problems) if count is None else count
     batch.errors = [p.as_dict() for p in problems[:STORED_ERRORS_LIMIT]]
     batch.save()
     return batch
@@ -199,7 +226,7 @@ class _Unit:
 
 def _plan_units(
     observations: Sequence[dict], lines: Sequence[int]
-) -> tuple[list[_Unit], list[LineProblem]]:
+) -> tuple[list[_Unit], list[LineProblem], int]:
     """Normalize each line and compute its unit digest (over the answer as the archive
     will store it); refuse a file that holds the same observation twice.
 
@@ -208,6 +235,7 @@ def _plan_units(
     its archive key, so the answer is serialized once."""
     units = []
     problems = []
+    count = 0
     first_line: dict[str, int] = {}
     answer_normal = mapping.answer_normal
     source_normal = mapping.source_normal
@@ -223,14 +251,16 @@ def _plan_units(
             pipeline_text=pipeline_text,
         )
         if digest in first_line:
-            problems.append(
-                LineProblem(
-                    position,
-                    codes.DUPLICATE_OBSERVATION,
-                    f"this observation repeats line {first_line[digest]} (same query, answer "
-                    "snapshot, sources and pipeline)",
+            count += 1
+            if len(problems) < STORED_ERRORS_LIMIT:
+                problems.append(
+                    LineProblem(
+                        position,
+                        codes.DUPLICATE_OBSERVATION,
+                        f"this observation repeats line {first_line[digest]} (same query, "
+                        "answer snapshot, sources and pipeline)",
+                    )
                 )
-            )
             continue
         first_line[digest] = position
         units.append(
@@ -244,7 +274,7 @@ def _plan_units(
                 pipeline_text,
             )
         )
-    return units, problems
+    return units, problems, count
 
 
 _OBSERVATION_COLUMNS = (

@@ -60,8 +60,9 @@ def study_import(request: HttpRequest, slug: str) -> HttpResponse:
         }
         return render(request, "audit/study_detail.html", context, status=400)
     upload = form.cleaned_data["file"]
+    upload.seek(0)
     batch = observations_import(
-        study=study, data=upload.read(), file_name=upload.name, user=request.user
+        study=study, data=upload.file, file_name=upload.name, user=request.user
     )
     return redirect("import-detail", slug=study.slug, batch_id=batch.pk)
 

@@ -22,6 +22,7 @@ TOO_MANY_LINES = "too_many_lines"
 STUDY_FROZEN = "study_frozen"
 INVALID_TEXT = "invalid_text"  # a NUL or an unpaired surrogate in a string or key
 TOO_DEEP = "too_deep"  # arrays or objects nested deeper than audit.contract.texts.MAX_DEPTH
+FILE_TOO_LARGE = "file_too_large"  # (line 0) the file is larger than one import allows
 
 # --- stage 1: required fields and digests --------------------------------------------
 MISSING_FIELD = "missing_field"

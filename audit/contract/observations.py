@@ -5,6 +5,11 @@ every line and reports each bad one with its 1-based line number, a reason code 
 sentence. Each line is decoded on its own, so invalid UTF-8 is reported on the line that
 holds it rather than failing the whole file.
 
+The file is read line by line (:func:`audit.contract.streams.read_lines`): a line past the
+limit is skipped to its end without being held, and at most ``max_errors`` line errors are
+kept (``error_count`` counts them all), so the parser's memory grows with the good
+observations it keeps, never with the file's size, a line's length or its bad lines.
+
 Blank lines: the file may end with a single newline (the last line's terminator). Any
 other empty or whitespace-only line is an error (``malformed_json``), because a blank line
 in the middle of a file usually means a line was lost. A file with no observation at all
@@ -18,7 +23,7 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from audit.contract import codes
 from audit.contract.canonical import CanonicalError
@@ -29,6 +34,7 @@ from audit.contract.digests import (
     tuple_digest_from_parts,
 )
 from audit.contract.errors import ContractError, show, type_name
+from audit.contract.streams import HashingReader, LongLine, as_stream, read_lines
 from audit.contract.structure import (
     check_answer,
     check_pipeline,
@@ -43,6 +49,8 @@ from audit.contract.texts import MAX_DEPTH, check_parsed
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_LINES = 1_000_000
+#: Line errors kept for display; past it errors are only counted.
+MAX_ERRORS = 1_000
 
 _OBSERVATION = ("query", "pipeline", "answer", "sources")
 _OBSERVATION_SET = frozenset(_OBSERVATION)
@@ -80,10 +88,18 @@ class ObservationFile:
     observations: list[dict[str, Any]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
+    #: Every line error, also those past ``max_errors`` that were not kept in ``errors``.
+    error_count: int = 0
+    max_errors: int = MAX_ERRORS
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        return not self.error_count
+
+    def add_error(self, error: LineError) -> None:
+        self.error_count += 1
+        if len(self.errors) < self.max_errors:
+            self.errors.append(error)
 
     @property
     def tuple_count(self) -> int:
@@ -114,13 +130,19 @@ def _refuse_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
-def decode_line(raw: bytes, *, max_line_bytes: int = MAX_LINE_BYTES) -> Any:
+def line_too_long(size: int, max_line_bytes: int) -> ContractError:
+    return ContractError(
+        codes.LINE_TOO_LONG,
+        f"the line holds {size:,} bytes; the limit is {max_line_bytes:,} bytes",
+    )
+
+
+def decode_line(raw: bytes | LongLine, *, max_line_bytes: int = MAX_LINE_BYTES) -> Any:
     """Size limit, UTF-8 and JSON for one line; raises :class:`ContractError`."""
+    if isinstance(raw, LongLine):
+        raise line_too_long(raw.size, max_line_bytes)
     if len(raw) > max_line_bytes:
-        raise ContractError(
-            codes.LINE_TOO_LONG,
-            f"the line holds {len(raw):,} bytes; the limit is {max_line_bytes:,} bytes",
-        )
+        raise line_too_long(len(raw), max_line_bytes)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -251,19 +273,22 @@ def check_observation(value: Any) -> list[str]:
 
 
 def parse_observation_file(
-    data: bytes,
+    data: bytes | BinaryIO | HashingReader,
     codebooks: Mapping[tuple[str, str], Codebook],
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_lines: int = MAX_LINES,
+    max_errors: int = MAX_ERRORS,
 ) -> ObservationFile:
-    """Parse and check a whole observation file; see the module docstring for the rules.
+    """Parse and check a whole observation file (bytes or a binary file object, read from
+    its current position); see the module docstring for the rules.
 
     ``max_lines`` bounds the observations (the header is not counted); past it, one
     ``too_many_lines`` error is reported and the rest of the file is not read.
     """
+    stream = data if isinstance(data, HashingReader) else as_stream(data)
     with gc_paused():
-        return _parse_observation_file(data, codebooks, max_line_bytes, max_lines)
+        return _parse_observation_file(stream, codebooks, max_line_bytes, max_lines, max_errors)
 
 
 @contextmanager
@@ -283,32 +308,48 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _blank(raw: bytes | LongLine) -> bool:
+    return not isinstance(raw, LongLine) and not raw.strip()
+
+
 def _parse_observation_file(
-    data: bytes,
+    stream: BinaryIO | HashingReader,
     codebooks: Mapping[tuple[str, str], Codebook],
     max_line_bytes: int,
     max_lines: int,
+    max_errors: int,
 ) -> ObservationFile:
-    result = ObservationFile()
+    result = ObservationFile(max_errors=max_errors)
     first_line_of: dict[str, tuple[int, int]] = {}
-    lines = list(iter_lines(data))
-    if not any(raw.strip() for _number, raw in lines):
-        detail = "has no bytes" if not data else "holds only blank lines"
-        result.errors.append(LineError(1, codes.EMPTY_FILE, f"the file {detail}; {_SHAPE}"))
-        return result
-    if not any(raw.strip() for _number, raw in lines[1:]):
-        # Check the header too, so a file holding one observation and no header says both.
-        _read_header(lines[0][1], codebooks, result, max_line_bytes)
-        result.errors.append(
-            LineError(2, codes.EMPTY_FILE, f"the file holds no observation after line 1; {_SHAPE}")
-        )
-        return result
-    for number, raw in lines:
+    # Read as it comes, so what depends on later lines waits for them: a blank line 1 is a
+    # missing header only if something follows, and blank lines after the header are errors
+    # only if an observation follows (else the file is empty). Those blank lines are
+    # consecutive (2 .. n), so a count stands for them.
+    header_blank = False
+    header_raw: bytes | LongLine | None = None
+    blank_after_header = 0
+    observed = False  # a non-blank line after line 1
+    for number, raw in read_lines(stream, max_line_bytes=max_line_bytes):
         if number == 1:
-            _read_header(raw, codebooks, result, max_line_bytes)
+            header_raw = raw
+            header_blank = _blank(raw)
+            if not header_blank:
+                _read_header(raw, codebooks, result, max_line_bytes)
             continue
+        if not observed:
+            if _blank(raw):
+                blank_after_header += 1
+                continue
+            observed = True
+            if header_blank:
+                _read_header(b"", codebooks, result, max_line_bytes)
+            for blank in range(2, 2 + blank_after_header):
+                try:
+                    decode_line(b"", max_line_bytes=max_line_bytes)
+                except ContractError as exc:
+                    result.add_error(LineError(blank, exc.code, exc.message))
         if number - 1 > max_lines:
-            result.errors.append(
+            result.add_error(
                 LineError(
                     number,
                     codes.TOO_MANY_LINES,
@@ -321,7 +362,7 @@ def _parse_observation_file(
             value = decode_line(raw, max_line_bytes=max_line_bytes)
             digests = check_observation(value)
         except ContractError as exc:
-            result.errors.append(LineError(number, exc.code, exc.message))
+            result.add_error(LineError(number, exc.code, exc.message))
             continue
         duplicate = None
         for index, digest in enumerate(digests):
@@ -333,7 +374,7 @@ def _parse_observation_file(
         if duplicate is not None:
             index, digest, (line, other) = duplicate
             where = "this line" if line == number else f"line {line}"
-            result.errors.append(
+            result.add_error(
                 LineError(
                     number,
                     codes.DUPLICATE_TUPLE,
@@ -344,6 +385,18 @@ def _parse_observation_file(
             continue
         result.observations.append(value)
         result.lines.append(number)
+    if not observed:
+        if header_raw is None or header_blank:
+            detail = "has no bytes" if header_raw is None else "holds only blank lines"
+            result.add_error(LineError(1, codes.EMPTY_FILE, f"the file {detail}; {_SHAPE}"))
+        else:
+            # The header was checked too, so a file holding one observation and no header
+            # says both.
+            result.add_error(
+                LineError(
+                    2, codes.EMPTY_FILE, f"the file holds no observation after line 1; {_SHAPE}"
+                )
+            )
     return result
 
 
@@ -351,13 +404,13 @@ _SHAPE = "an observation file is a header line followed by at least one observat
 
 
 def _read_header(
-    raw: bytes,
+    raw: bytes | LongLine,
     codebooks: Mapping[tuple[str, str], Codebook],
     result: ObservationFile,
     max_line_bytes: int,
 ) -> None:
     try:
-        if not raw.strip():
+        if _blank(raw):
             raise ContractError(
                 codes.MISSING_HEADER,
                 "line 1 is blank; it must be the header naming the format and the codebook",
@@ -366,7 +419,7 @@ def _read_header(
             decode_line(raw, max_line_bytes=max_line_bytes), codebooks
         )
     except ContractError as exc:
-        result.errors.append(LineError(1, exc.code, exc.message))
+        result.add_error(LineError(1, exc.code, exc.message))
 
 
 def observation_tuples(observation: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

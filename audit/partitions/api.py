@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -33,6 +34,7 @@ from audit.partitions.services import (
     study_freeze,
     study_thresholds_set,
 )
+from config.api import StrictBooleanField, StrictCharField, StrictFloatField
 
 #: The partitions endpoint's leak list: leaks per page, and unit digests per side.
 LEAKS_PER_PAGE = 100
@@ -199,7 +201,7 @@ class PartitionsApi(StrictQueryParams, APIView):
         return Response(self.Output(data).data)
 
 
-class PartitionRuleApi(APIView):
+class PartitionRuleApi(StrictQueryParams, APIView):
     """Assign every unit by a rule over one grouping field: the listed values go to test
     (``test_values``), or a seeded share of the field's values does (``share``); every
     other unit goes to calibration. ``dry_run`` previews without writing."""
@@ -207,13 +209,16 @@ class PartitionRuleApi(APIView):
     class Input(serializers.Serializer):
         field = serializers.ChoiceField(choices=GROUP_FIELDS)
         test_values = serializers.ListField(
-            child=serializers.CharField(max_length=200), required=False, allow_empty=False
+            child=StrictCharField(max_length=200),
+            required=False,
+            allow_empty=False,
+            min_length=1,
         )
-        share = serializers.FloatField(
+        share = StrictFloatField(
             required=False, min_value=0, max_value=1, help_text="Share of the values (groups)."
         )
-        seed = serializers.CharField(required=False, default="", allow_blank=True, max_length=100)
-        dry_run = serializers.BooleanField(required=False, default=False)
+        seed = StrictCharField(required=False, default="", allow_blank=True, max_length=100)
+        dry_run = StrictBooleanField(required=False, default=False)
 
         class Meta:
             ref_name = "PartitionRuleInput"
@@ -274,7 +279,19 @@ class PartitionRuleApi(APIView):
         return Response(self.Output(body).data)
 
 
-class PartitionFileApi(APIView):
+class _RuleInputSchema(OpenApiSerializerExtension):
+    """The rule's body names exactly one of ``test_values`` and ``share``; the schema says
+    so (``oneOf``), as ``Input.validate`` does."""
+
+    target_class = PartitionRuleApi.Input
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema["oneOf"] = [{"required": ["test_values"]}, {"required": ["share"]}]
+        return schema
+
+
+class PartitionFileApi(StrictQueryParams, APIView):
     """Assign units from a file (CSV ``digest,partition`` or JSON Lines). Atomic: with any
     bad line nothing is applied, and the answer (400) lists every bad line."""
 
@@ -331,7 +348,7 @@ class PartitionFileApi(APIView):
         return Response(self.Output(body).data, status=code)
 
 
-class StudyThresholdsApi(APIView):
+class StudyThresholdsApi(StrictQueryParams, APIView):
     """The study's operating thresholds: named numbers, frozen with the study. Two of them
     are what the validation gate compares every field's alpha with (``reliability_tentative``
     and ``reliability_firm``, 0.667 and 0.8 unless set). PUT replaces them all; refused
@@ -403,7 +420,7 @@ class StudyThresholdsApi(APIView):
         return Response(self.Output(self._body(study)).data)
 
 
-class StudyFreezeApi(APIView):
+class StudyFreezeApi(StrictQueryParams, APIView):
     """Freeze the study's codebook, pipelines, thresholds and partitions, irreversibly.
     Refused (409) while a unit has no partition, while a group leaks, or a second time."""
 

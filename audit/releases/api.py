@@ -17,7 +17,13 @@ from annotator.access import study_get_for_researcher
 from annotator.filters import StrictQueryParams
 from audit.releases import formats as rf
 from audit.releases.models import Release
-from audit.releases.services import ReleaseRefused, release_file_path, release_request
+from audit.releases.services import (
+    RELEASE_EXISTS,
+    ReleaseRefused,
+    release_file_path,
+    release_request,
+)
+from config.api import StrictBooleanField, StrictSlugField
 
 
 class ReleaseFileOutput(serializers.Serializer):
@@ -58,8 +64,8 @@ class RefusalOutput(serializers.Serializer):
 
 class ReleasesApi(StrictQueryParams, APIView):
     class Input(serializers.Serializer):
-        name = serializers.SlugField(max_length=80)
-        withhold_texts = serializers.BooleanField(default=False)
+        name = StrictSlugField(max_length=80)
+        withhold_texts = StrictBooleanField(default=False)
 
         class Meta:
             ref_name = "ReleaseCreate"
@@ -72,7 +78,11 @@ class ReleasesApi(StrictQueryParams, APIView):
 
     @extend_schema(
         request=Input,
-        responses={202: ReleaseOutput, 400: RefusalOutput},
+        responses={
+            202: ReleaseOutput,
+            400: OpenApiResponse(RefusalOutput, description="invalid_name: not a usable name."),
+            409: OpenApiResponse(RefusalOutput, description="release_exists: taken."),
+        },
         operation_id="study_releases_create",
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -87,14 +97,22 @@ class ReleasesApi(StrictQueryParams, APIView):
                 withhold_texts=payload.validated_data["withhold_texts"],
             )
         except ReleaseRefused as exc:
-            return Response(
-                {"reason": exc.code, "message": exc.message}, status=status.HTTP_400_BAD_REQUEST
+            # A taken name conflicts with what exists (a release is immutable); any other
+            # refusal is about the request itself.
+            code = (
+                status.HTTP_409_CONFLICT
+                if exc.code == RELEASE_EXISTS
+                else status.HTTP_400_BAD_REQUEST
             )
+            return Response({"reason": exc.code, "message": exc.message}, status=code)
         release.refresh_from_db()
         data = ReleaseOutput(release, context={"request": request}).data
         return Response(
             data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["status_url"]}
         )
+
+
+_PLAIN = "text/plain; charset=utf-8"  # SHA256SUMS
 
 
 def _release(request: Request, study_slug: str, slug: str) -> Release:
@@ -123,9 +141,12 @@ class ReleaseFileApi(StrictQueryParams, APIView):
             )
         ],
         responses={
-            (200, "application/octet-stream"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="The file's bytes, as listed in SHA256SUMS."
-            ),
+            **{
+                (200, content_type): OpenApiResponse(
+                    OpenApiTypes.BINARY, description="The file's bytes, as listed in SHA256SUMS."
+                )
+                for content_type in sorted({*rf.CONTENT_TYPES.values(), _PLAIN})
+            },
         },
         operation_id="study_release_file_retrieve",
     )
@@ -140,5 +161,5 @@ class ReleaseFileApi(StrictQueryParams, APIView):
             path.open("rb"),
             as_attachment=True,
             filename=f"{release.study.slug}-{release.name}-{name}",
-            content_type=rf.CONTENT_TYPES.get(path.suffix, "text/plain; charset=utf-8"),
+            content_type=rf.CONTENT_TYPES.get(path.suffix, _PLAIN),
         )

@@ -23,12 +23,10 @@ same study changes nothing.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -37,11 +35,20 @@ from annotator.labelling.models import Label, LabelKind
 from audit.archive import bulk, mapping
 from audit.archive.models import CodebookUnit, ImportBatch, ImportStatus, Study, Unit, UnitState
 from audit.archive.selectors import codebook_registry
-from audit.archive.services import LineProblem, _reject, _store, _Unit
+from audit.archive.services import (
+    STORED_ERRORS_LIMIT,
+    LineProblem,
+    _reject,
+    _store,
+    _Unit,
+    import_batch_start,
+    import_size_problem,
+)
 from audit.contract import check_record, codes
 from audit.contract.digests import tuple_digest, unit_digest
 from audit.contract.errors import ContractError
-from audit.contract.texts import loads_checked
+from audit.contract.observations import MAX_LINE_BYTES, decode_line
+from audit.contract.streams import HashingReader, as_stream, read_lines, stream_size
 from audit.ledger.chain import ledger_append
 from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
 
@@ -85,55 +92,61 @@ def _header_problem(header: Any, study: Study) -> LineProblem | None:
     return None
 
 
-def records_import(*, study: Study, data: bytes, file_name: str, user: Any = None) -> RecordsImport:
-    batch = ImportBatch(
-        study=study,
-        file_name=file_name[:255],
-        file_sha256=hashlib.sha256(data).hexdigest(),
-        file_bytes=len(data),
-        created_by=user if getattr(user, "is_authenticated", False) else None,
-    )
-    if len(data) > settings.IMPORT_MAX_FILE_BYTES:
-        problem = LineProblem(0, codes.LINE_TOO_LONG, "the file is larger than one import allows")
-        return RecordsImport(_reject(batch, [problem], lines=0), problems=[problem])
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
+def records_import(
+    *, study: Study, data: bytes | BinaryIO, file_name: str, user: Any = None
+) -> RecordsImport:
+    """Import a records file (bytes, or a binary file object read from its current
+    position). Refused before reading when it is over ``IMPORT_MAX_FILE_BYTES``; read line
+    by line (a line over the limit is skipped, not held), keeping the first
+    ``STORED_ERRORS_LIMIT`` problems and counting the rest."""
+    stream = as_stream(data)
+    size = stream_size(stream)
+    batch = import_batch_start(study=study, file_name=file_name, size=size, user=user)
+    too_large = import_size_problem(size)
+    if too_large is not None:
+        return RecordsImport(_reject(batch, [too_large], lines=0), problems=[too_large])
+    reader = HashingReader(stream)
     problems: list[LineProblem] = []
+    count = 0
+
+    def refuse(problem: LineProblem) -> None:
+        nonlocal count
+        count += 1
+        if len(problems) < STORED_ERRORS_LIMIT:
+            problems.append(problem)
+
     records: list[tuple[int, dict[str, Any], Any]] = []
     registry = codebook_registry()
-    for number, line in enumerate(lines, start=1):
+    lines = 0
+    for number, line in read_lines(reader, max_line_bytes=MAX_LINE_BYTES):
+        lines = number
         try:
-            value = loads_checked(line.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            problems.append(
-                LineProblem(number, codes.INVALID_UTF8, f"the line is not UTF-8: {exc.reason}")
-            )
-            continue
-        except ContractError as exc:  # malformed_json, invalid_text, too_deep
-            problems.append(LineProblem(number, exc.code, exc.message))
+            value = decode_line(line)
+        except ContractError as exc:
+            refuse(LineProblem(number, exc.code, exc.message))
             continue
         if number == 1:
             problem = _header_problem(value, study)
             if problem is not None:
-                problems.append(problem)
+                refuse(problem)
                 break
             continue
         result = check_record(value, registry)
         if not result.ok:
-            problems.append(LineProblem(number, result.reason or "refused", result.message or ""))
+            refuse(LineProblem(number, result.reason or "refused", result.message or ""))
             continue
         if (value["codebook"]["name"], value["codebook"]["version"]) != (
             study.codebook.name,
             study.codebook.version,
         ):
-            problems.append(
-                LineProblem(number, codes.CODEBOOK_MISMATCH, "record of another codebook")
-            )
+            refuse(LineProblem(number, codes.CODEBOOK_MISMATCH, "record of another codebook"))
             continue
         records.append((number, value, result))
+    reader.drain()
+    batch.file_sha256 = reader.hexdigest()
+    batch.file_bytes = reader.bytes_read
     if not problems and not records:
-        problems.append(LineProblem(1, codes.EMPTY_FILE, "the file holds no record"))
+        refuse(LineProblem(1, codes.EMPTY_FILE, "the file holds no record"))
     existing: dict[str, int] = {}
     if not problems:
         digests = [record["record_digest"] for _, record, _ in records]
@@ -142,7 +155,7 @@ def records_import(*, study: Study, data: bytes, file_name: str, user: Any = Non
         for number, record, _ in records:
             digest = record["record_digest"]
             if digest in found and digest not in in_study:
-                problems.append(
+                refuse(
                     LineProblem(
                         number,
                         RECORD_EXISTS,
@@ -152,10 +165,11 @@ def records_import(*, study: Study, data: bytes, file_name: str, user: Any = Non
                 )
         existing = in_study
     if problems:
-        return RecordsImport(_reject(batch, problems, lines=len(lines)), problems=problems)
+        rejected = _reject(batch, problems, lines=lines, count=count)
+        return RecordsImport(rejected, problems=problems)
     with transaction.atomic():
         batch.status = ImportStatus.IMPORTED
-        batch.lines = len(lines)
+        batch.lines = lines
         batch.save()
         units = _plan(study, records)
         created_obs, created_tuples, existing_tuples = _store(study, batch, units)

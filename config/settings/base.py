@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 # logged once the user is known, and Axes (last) turns a lockout into its response.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.limits.RequestSizeLimitMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -165,10 +166,13 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
-# Uploads: an import file is read whole into memory and validated before anything is
-# written; 64 MiB bounds that. The line limit of the format itself is 4 MiB.
-DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
+# Request bodies (config.limits checks Content-Length before reading): a multipart upload
+# may hold one import file (IMPORT_MAX_FILE_BYTES), any other body 4 MiB (the format's line
+# limit; an annotation or a draft is far smaller). An upload over 2.5 MiB is spooled to a
+# temporary file, which the import reads line by line: memory follows the limit and the
+# good observations kept, never the upload.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = int(2.5 * 1024 * 1024)
 # Where release bundles are written (one folder per study and release name).
 RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT") or BASE_DIR / "var" / "releases")
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", str(64 * 1024 * 1024)))
@@ -189,17 +193,18 @@ CACHES = {
 }
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate makes an anonymous request 401 (not 403) everywhere.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
+    # Every refusal {reason, message}; invalid body fields in DRF's shape (config.api).
+    "EXCEPTION_HANDLER": "config.api.api_exception_handler",
+    # Bodies are JSON (the schema says so), parsed with the hostile-text check (NUL, lone
+    # surrogates, nesting too deep: config.parsers); the two upload operations read
+    # multipart.
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.CheckedJSONParser"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # DRF's JSON, form and multipart parsers; JSON with the hostile-text check.
-    "DEFAULT_PARSER_CLASSES": [
-        "config.parsers.CheckedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_THROTTLE_RATES": {
@@ -212,6 +217,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Import observations, annotate blinded, adjudicate, export releases.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components (a file field is binary there, a URL in
+    # answers); every operation lists the refusals it can give (config.api).
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema_errors",
+    ],
     # Swagger UI served from our own static files: no CDN, no inline script.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

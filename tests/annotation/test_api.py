@@ -124,7 +124,20 @@ def test_list_answers_400_naming_an_invalid_filter_value(risk_study, people):
     response = api_as(people["ann_a"]).get(url, {"submitted": "maybe"})
 
     assert response.status_code == 400
-    assert list(response.json()) == ["submitted"]
+    assert response.json()["reason"] == "invalid_query_parameter"
+    assert response.json()["parameters"] == ["submitted"]
+    assert "maybe" in response.json()["message"]
+
+
+def test_list_refuses_a_limit_or_offset_that_is_not_a_whole_number(risk_study, people):
+    url = reverse("api-assignments", args=[risk_study.slug])
+    client = api_as(people["ann_a"])
+
+    for query in ({"offset": "null"}, {"limit": "0"}, {"limit": "-1"}, {"offset": "1.5"}):
+        response = client.get(url, query)
+        assert response.status_code == 400, query
+        assert response.json()["reason"] == "invalid_query_parameter", query
+    assert client.get(url, {"limit": "1", "offset": "0"}).status_code == 200
 
 
 def test_list_paginates_with_limit_and_offset(risk_study, people):

@@ -531,6 +531,7 @@ def test_every_record_level_reason_code_is_exercised():
         codes.DUPLICATE_OBSERVATION,
         codes.TOO_MANY_LINES,
         codes.STUDY_FROZEN,
+        codes.FILE_TOO_LARGE,
         codes.UNIT_DIGEST_MISMATCH,
         codes.SUMMARY_MISMATCH,
     }

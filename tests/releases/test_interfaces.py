@@ -140,7 +140,7 @@ def test_api_lists_creates_with_202_and_reports_status(
     manifest = researcher.get(file_url, {"name": "SHA256SUMS"})
     assert hashlib.sha256(body(manifest)).hexdigest() == status["manifest_sha256"]
     refused = researcher.post(url, {"name": "api1"}, content_type="application/json")
-    assert refused.status_code == 400
+    assert refused.status_code == 409
     assert refused.json()["reason"] == "release_exists"
     assert researcher.get(url, {"typo": "1"}).status_code == 400
 

@@ -8,90 +8,22 @@ between them. Under a limit of 10 per minute, exactly 10 pass and the rest are r
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 import redis
-from django.db import connection
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from annotator.labelling.services import assignment_next
 from annotator.labelling.throttling import parse_rate, take
 from tests.annotation.conftest import add_people, make_study
+from tests.servers import Gunicorn, database_url
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 LIMIT = 10
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    password = f":{quote(s['PASSWORD'])}" if s.get("PASSWORD") else ""
-    return (
-        f"postgres://{quote(s['USER'] or '')}{password}@{s['HOST'] or '127.0.0.1'}:"
-        f"{s['PORT'] or 5432}/{s['NAME']}"
-    )
-
-
-class Server:
-    """One gunicorn process with one worker: its own memory, the shared cache."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.port = _free_port()
-        self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                "1",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def wait_ready(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"server exited with {self.process.returncode}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/accounts/login/", timeout=5) as page:  # noqa: S310
-                    if page.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("server did not answer in time")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
 
 
 @pytest.fixture
@@ -100,18 +32,17 @@ def two_servers(transactional_db, tmp_path):
     env = dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=_database_url(),
+        DATABASE_URL=database_url(),
         CACHE_URL=broker.rsplit("/", 1)[0] + "/1",
         CACHE_KEY_PREFIX=f"test-{uuid.uuid4().hex}",
         # Per hour: the 30 requests below fall in one window on any machine, however busy.
         SUBMIT_RATE=f"{LIMIT}/hour",
         PYTHONUNBUFFERED="1",
     )
-    servers = [Server(env, tmp_path / f"server-{n}.log") for n in range(2)]
+    servers = [Gunicorn(env, tmp_path / f"server-{n}.log") for n in range(2)]
     try:
-        deadline = time.monotonic() + 120
         for server in servers:
-            server.wait_ready(deadline)
+            server.wait_ready()
         yield servers
     finally:
         for server in servers:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.archive.models import ImportBatch, ImportStatus, Study
-from audit.archive.services import observations_import
+from audit.archive.services import import_size_problem, observations_import
+from audit.contract.observations import MAX_LINE_BYTES
+from audit.contract.streams import stream_size
 from audit.releases.records_import import records_import
 
 
@@ -36,11 +39,18 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"no study with slug {options['study']!r}")
         try:
-            data = path.read_bytes()
+            stream = path.open("rb")
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
-        if _header_kind(data) == "records":
-            result = records_import(study=study, data=data, file_name=path.name)
+        with stream:
+            self._import(study, stream, path)
+
+    def _import(self, study: Study, stream: BinaryIO, path: Path) -> None:
+        # The file is never read whole: a file over the limit is refused by its size, the
+        # header is read with a bounded readline, and the import reads line by line.
+        kind = _header_kind(stream)
+        if kind == "records":
+            result = records_import(study=study, data=stream, file_name=path.name)
             batch = result.batch
             self._report_rejected(batch, path)
             self.stdout.write(
@@ -50,7 +60,7 @@ class Command(BaseCommand):
                 "no user, only the pseudonym in their annotation"
             )
             return
-        batch = observations_import(study=study, data=data, file_name=path.name)
+        batch = observations_import(study=study, data=stream, file_name=path.name)
         self._report_rejected(batch, path)
         self.stdout.write(
             f"{batch.get_status_display()}: {batch.observations_created} new observation(s), "
@@ -71,9 +81,16 @@ class Command(BaseCommand):
             sys.exit(1)
 
 
-def _header_kind(data: bytes) -> str | None:
-    """``claimgate`` of the header line (``observations``, ``records``), if readable."""
-    first = data.split(b"\n", 1)[0]
+def _header_kind(stream: BinaryIO) -> str | None:
+    """``claimgate`` of the header line (``observations``, ``records``), if readable; reads
+    at most one line's limit and leaves the stream where it was."""
+    if import_size_problem(stream_size(stream)) is not None:
+        return None  # refused by its size, before anything is read
+    start = stream.tell()
+    first = stream.readline(MAX_LINE_BYTES + 1)
+    stream.seek(start)
+    if len(first) > MAX_LINE_BYTES:
+        return None  # the observation parser reports the line's length
     try:
         header = json.loads(first)
     except (ValueError, UnicodeDecodeError, RecursionError):
