@@ -21,12 +21,11 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -36,8 +35,8 @@ from django.utils import timezone
 
 from annotator.labelling.models import Label, LabelKind
 from audit.archive import mapping
-from audit.archive.models import CodebookUnit, Partition, Study, Tuple, Unit, UnitState
-from audit.archive.records import UnitContent, record_body
+from audit.archive.models import CodebookUnit, Partition, Study, Unit, UnitState
+from audit.archive.records import UNIT_VALUES, UnitContent, record_body, unit_contents_of
 from audit.contract import CHECKER_VERSION
 from audit.contract.canonical import (
     canonical_json_unchecked,
@@ -209,83 +208,6 @@ def _batches(iterable: Any, size: int) -> Iterator[list[Any]]:
     iterator = iter(iterable)
     while batch := list(islice(iterator, size)):
         yield batch
-
-
-def _sampling(stratum: str | None, probability: float | None) -> dict[str, Any] | None:
-    if stratum is None and probability is None:
-        return None
-    return {"stratum": stratum, "inclusion_probability": probability}
-
-
-#: A unit with its archive rows as plain values (no model instance per row: at a million
-#: rows the instances cost more than the query).
-UNIT_VALUES = (
-    "id",
-    "digest",
-    "partition",
-    "state",
-    "observation_id",
-    "tuple_id",
-    "tuple__sampling_stratum",
-    "tuple__inclusion_probability",
-    *(f"observation__query__{name}" for name in mapping.QUERY_FIELDS),
-    *(f"observation__pipeline__{name}" for name in mapping.PIPELINE_FIELDS),
-    *(f"observation__answer__{name}" for name in mapping.ANSWER_FIELDS),
-    *(f"tuple__source__{name}" for name in mapping.SOURCE_FIELDS),
-)
-
-
-_KEYS: dict[tuple[str, Sequence[str]], tuple[tuple[str, str], ...]] = {}
-
-
-def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
-    """An archive row as the mapping functions of audit.archive.mapping read it (attributes)."""
-    keys = _KEYS.get((prefix, names))
-    if keys is None:
-        keys = _KEYS[prefix, names] = tuple((name, prefix + name) for name in names)
-    return SimpleNamespace(**{name: values[key] for name, key in keys})
-
-
-def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
-    """The content of each unit of a chunk, through audit.archive.mapping (so a
-    release carries exactly what a record built elsewhere carries); an answer unit's
-    sources take one more query for the whole chunk."""
-    by_observation: dict[int, list[dict[str, Any]]] = {}
-    if study.codebook.unit != CodebookUnit.TUPLE:
-        rows = (
-            Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
-            .order_by("observation_id", "position", "id")
-            .values("observation_id", *(f"source__{name}" for name in mapping.SOURCE_FIELDS))
-        )
-        for row in rows:
-            by_observation.setdefault(row["observation_id"], []).append(
-                mapping.source_as_dict(_row(row, "source__", mapping.SOURCE_FIELDS))
-            )
-    contents = {}
-    for unit in units:
-        if unit["tuple_id"] is not None:
-            sources = [mapping.source_as_dict(_row(unit, "tuple__source__", mapping.SOURCE_FIELDS))]
-            sampling = _sampling(
-                unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
-            )
-        else:
-            sources = by_observation.get(unit["observation_id"], [])
-            sampling = None
-        contents[unit["id"]] = UnitContent(
-            unit_id=unit["id"],
-            codebook_unit=study.codebook.unit,
-            digest=unit["digest"],
-            query=mapping.query_as_dict(_row(unit, "observation__query__", mapping.QUERY_FIELDS)),
-            pipeline=mapping.pipeline_as_dict(
-                _row(unit, "observation__pipeline__", mapping.PIPELINE_FIELDS)
-            ),
-            answer=mapping.answer_as_dict(
-                _row(unit, "observation__answer__", mapping.ANSWER_FIELDS)
-            ),
-            sources=sources,
-            sampling=sampling,
-        )
-    return contents
 
 
 _LABEL_FIELDS = (
@@ -573,7 +495,7 @@ def _write_chunk(
     tally: _Tally,
     withheld: rf.Withheld,
 ) -> None:
-    contents = _contents(study, chunk)
+    contents = unit_contents_of(study=study, units=chunk)
     by_unit: dict[int, list[dict[str, Any]]] = {}
     labels = Label.objects.filter(
         unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff
