@@ -43,6 +43,7 @@ from audit.contract.canonical import (
     canonical_text_unchecked,
     sha256_hex,
 )
+from audit.ledger.chain import ledger_head
 from audit.ledger.gate import claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
 from audit.partitions.models import StudyFreeze
@@ -321,6 +322,9 @@ def bundle_write(
 
     label_cutoff = Label.objects.filter(study=study).aggregate(top=Max("id"))["top"] or 0
     ledger_cutoff = LedgerEntry.objects.filter(study=study).aggregate(top=Max("seq"))["top"] or 0
+    # The whole chain's head, carried out of the database by every release: a copy kept
+    # elsewhere that `verify_ledger --expect` checks the chain against.
+    head = ledger_head()
     gate = StudyGate.objects.filter(study=study).first()
     reached = gate.reached if gate else None
     freeze = StudyFreeze.objects.filter(study=study).first()
@@ -394,6 +398,7 @@ def bundle_write(
         "claim_boundary": boundary,
         "gate": gate.report if gate else None,
         "checker_version": CHECKER_VERSION,
+        "ledger_head": head.as_dict(),
         "frozen": freeze is not None,
         "freeze": None
         if freeze is None
@@ -458,6 +463,7 @@ def bundle_write(
         "codebook": f"{codebook.name} {codebook.version}",
         "codebook_digest": codebook.digest,
         "checker_version": CHECKER_VERSION,
+        "ledger_head": str(head),
         "label_dates": (
             mapping.format_instant(tally.first),
             mapping.format_instant(tally.last),
