@@ -79,6 +79,7 @@ class RoleState:
     attributes: tuple[str, ...] = ()
     #: Owners of tables in the schema that the role is, or is a member of.
     acts_as: tuple[str, ...] = ()
+    can_login: bool = True
 
 
 def quote_ident(name: str) -> str:
@@ -153,13 +154,19 @@ def setup_statements(
     tables: Iterable[str],
     exists: bool,
     password: str | None,
+    can_login: bool = True,
 ) -> list[str]:
     """The statements that create (or update) the app role and grant it exactly
     :func:`table_privileges` on every table of ``schema``, revoking anything else first.
-    Idempotent: run it again after every ``migrate``."""
+    Idempotent: run it again after every ``migrate``. An existing role is altered only to
+    set a password or LOGIN (which takes CREATEROLE), so a role a DBA made needs neither."""
     r, s = quote_ident(role), quote_ident(schema)
     login = "LOGIN" + (f" PASSWORD {quote_literal(password)}" if password is not None else "")
-    statements = [f"{'ALTER' if exists else 'CREATE'} ROLE {r} {login}"]
+    statements = []
+    if not exists:
+        statements.append(f"CREATE ROLE {r} {login}")
+    elif password is not None or not can_login:
+        statements.append(f"ALTER ROLE {r} {login}")
     statements += [
         f"GRANT CONNECT, TEMPORARY ON DATABASE {quote_ident(database)} TO {r}",
         f"GRANT USAGE ON SCHEMA {s} TO {r}",

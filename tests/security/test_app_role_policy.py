@@ -55,11 +55,15 @@ def test_the_statements_revoke_everything_then_grant_the_policy():
     )
 
 
-def test_an_existing_role_keeps_its_password_unless_one_is_given():
-    statements = dbrole.setup_statements(
-        role="app", database="d", schema="public", tables=(), exists=True, password=None
-    )
-    assert statements[0] == 'ALTER ROLE "app" LOGIN'
+def test_an_existing_role_is_altered_only_for_a_password_or_login():
+    def first(**kwargs):
+        return dbrole.setup_statements(
+            role="app", database="d", schema="public", tables=(), exists=True, **kwargs
+        )[0]
+
+    assert first(password=None).startswith("GRANT CONNECT")  # a DBA's role: left as it is
+    assert first(password=None, can_login=False) == 'ALTER ROLE "app" LOGIN'
+    assert first(password="pw") == "ALTER ROLE \"app\" LOGIN PASSWORD 'pw'"
 
 
 def test_names_are_quoted_and_nul_is_refused():

@@ -75,6 +75,7 @@ class Command(BaseCommand):
                     tables=tables,
                     exists=state.exists,
                     password=password,
+                    can_login=state.can_login,
                 ):
                     cursor.execute(statement, None)
                 dbrole.excess_problems(_held(cursor, role=role, schema=schema), role=role)
@@ -104,15 +105,16 @@ def _catalog(
     tables = [name for name, _ in rows]
     foreign = [name for name, table_owner in rows if table_owner != owner]
     cursor.execute(
-        "SELECT " + ", ".join(column for column, _ in _FORBIDDEN_ATTRIBUTES) + " "
+        "SELECT " + ", ".join(column for column, _ in _FORBIDDEN_ATTRIBUTES) + ", rolcanlogin "
         "FROM pg_roles WHERE rolname = %s",
         [role],
     )
     found = cursor.fetchone()
     if found is None:
         return tables, foreign, dbrole.RoleState(exists=False)
+    *flags, can_login = found
     attributes = tuple(
-        name for (_, name), has in zip(_FORBIDDEN_ATTRIBUTES, found, strict=True) if has
+        name for (_, name), has in zip(_FORBIDDEN_ATTRIBUTES, flags, strict=True) if has
     )
     owners = sorted({table_owner for _, table_owner in rows} | {owner})
     acts_as = []
@@ -120,7 +122,7 @@ def _catalog(
         cursor.execute("SELECT pg_has_role(%s, %s, 'USAGE')", [role, table_owner])
         if cursor.fetchone()[0]:
             acts_as.append(table_owner)
-    return tables, foreign, dbrole.RoleState(True, attributes, tuple(acts_as))
+    return tables, foreign, dbrole.RoleState(True, attributes, tuple(acts_as), can_login)
 
 
 def _held(cursor, *, role: str, schema: str) -> dict[str, set[str]]:
