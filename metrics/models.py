@@ -18,7 +18,8 @@ class StudyReport(models.Model):
 
     ``labels_digest`` is the canonical digest of the sorted record digests of the
     independent labels the report used (metrics.selectors.labels_digest); a report whose
-    digest differs from the current labels' is out of date. A ``queued`` row is the
+    digest differs from the current labels' is out of date. ``labels_mark`` tells the same
+    without reading every label (``metrics.selectors.report_out_of_date``). A ``queued`` row is the
     debounce of the refresh job: at most one per study (partial unique constraint).
     """
 
@@ -30,6 +31,12 @@ class StudyReport(models.Model):
     codebook_name = models.CharField(max_length=100, blank=True)
     codebook_version = models.CharField(max_length=50, blank=True)
     labels_digest = models.CharField(max_length=64, blank=True)
+    labels_mark = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The last independent label counted and the partitions' mark, read "
+        "before the labels (metrics.selectors.labels_mark).",
+    )
     stage = models.CharField(
         max_length=30, null=True, blank=True, help_text="The study's gate stage when computed."
     )

@@ -42,7 +42,12 @@ from audit.archive.models import (
 )
 from audit.contract.endpoint import VERDICTS
 from audit.ledger.models import StudyGate
-from audit.partitions.selectors import PARTITION_KEYS, UNASSIGNED, partition_sealed
+from audit.partitions.selectors import (
+    PARTITION_KEYS,
+    UNASSIGNED,
+    partition_sealed,
+    partitions_mark,
+)
 from metrics.matrices import (
     CLAIM_ITEMS,
     ClaimSpan,
@@ -371,6 +376,31 @@ def report_current(*, study: Study) -> StudyReport | None:
         .order_by("-status", "-id")  # "running" sorts after "queued": running first
         .first()
     )
+
+
+def labels_mark(*, study: Study) -> str:
+    """What the report's labels depend on, in two short queries: the last independent
+    label outside the sealed partitions (labels are append-only, a revision is a new
+    label) and the partitions' mark (their version and whether the study is frozen).
+    A report stores the mark read before its labels, so a label that arrives meanwhile
+    can only make it look out of date, never current."""
+    last = (
+        _independent_labels(study, sealed_partitions(study))
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return f"{last or 0}:{partitions_mark(study)}"
+
+
+def report_out_of_date(*, study: Study, report: StudyReport | None) -> bool:
+    """Whether the labels a report computed now would use differ from the report's: by
+    the mark (reports since it was stored), else by the digest of every label."""
+    if report is None:
+        return False
+    if report.labels_mark:
+        return report.labels_mark != labels_mark(study=study)
+    return report.labels_digest != labels_digest(study=study)
 
 
 def report_is_current(*, study: Study) -> bool:

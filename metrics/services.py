@@ -28,7 +28,7 @@ from django.utils import timezone
 from audit.archive.models import Study
 from metrics.models import ReportStatus, StudyReport
 from metrics.report_build import report_build
-from metrics.selectors import gate_stage, report_inputs_fetch
+from metrics.selectors import gate_stage, labels_mark, report_inputs_fetch
 
 logger = logging.getLogger("claimgate.metrics")
 
@@ -97,6 +97,7 @@ def report_compute(*, study: Study, report: StudyReport | None = None) -> StudyR
         )
     study = Study.objects.select_related("codebook").get(pk=study.pk)
     try:
+        mark = labels_mark(study=study)  # before the labels: see labels_mark
         inputs = report_inputs_fetch(study=study)
         _progress(report, 10)
         last = [10]
@@ -122,6 +123,7 @@ def report_compute(*, study: Study, report: StudyReport | None = None) -> StudyR
         codebook_name=study.codebook.name,
         codebook_version=study.codebook.version,
         labels_digest=inputs.labels_digest,
+        labels_mark=mark,
         stage=gate_stage(study=study),
         report=value,
         finished_at=timezone.now(),

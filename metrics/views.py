@@ -37,7 +37,12 @@ from metrics.reliability import (
     REASON_TOO_FEW_SHARED_UNITS,
 )
 from metrics.report_build import TREATMENTS, claim_tables
-from metrics.selectors import gate_stage, labels_digest, report_current, report_latest_done
+from metrics.selectors import (
+    gate_stage,
+    report_current,
+    report_latest_done,
+    report_out_of_date,
+)
 
 #: Query parameter -> claim-row field: the claim-metric group filters.
 FILTERS = {
@@ -228,7 +233,7 @@ def _stamp(study: Study, report: StudyReport | None) -> dict[str, Any]:
         "stage_then_label": (
             STAGE_LABELS.get(report.stage, "none") if report and report.stage else "none"
         ),
-        "out_of_date": report is not None and report.labels_digest != labels_digest(study=study),
+        "out_of_date": report_out_of_date(study=study, report=report),
     }
 
 

@@ -36,6 +36,18 @@ class LedgerEntry(models.Model):
     recorded_at = models.CharField(max_length=40)
     prev_hash = models.CharField(max_length=DIGEST_LENGTH)
     entry_hash = models.CharField(max_length=DIGEST_LENGTH, unique=True)
+    #: The label this entry checked, joined on the record digest (no column of its own:
+    #: labels and entries are written apart, and either may come first). It lets a query
+    #: over labels read each one's outcome with one join (``ledger_entry__…``).
+    label = models.ForeignObject(
+        "annotator.Label",
+        on_delete=models.DO_NOTHING,
+        null=True,  # an entry's label may be in another table's transaction; no column
+        from_fields=["record_digest"],
+        to_fields=["record_digest"],
+        related_name="ledger_entry",
+        related_query_name="ledger_entry",
+    )
 
     class Meta:
         ordering = ["seq"]

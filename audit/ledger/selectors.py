@@ -1,8 +1,10 @@
 """The researcher's outcomes: endpoint outcomes of a study's records, fetched once and
 counted purely (DESIGN.md, "The four predicates and the endpoint").
 
-``outcomes_fetch`` reads everything in three queries (units, labels, ledger entries),
-whatever the size of the study; the functions below it work on plain values only.
+``outcomes_fetch`` counts in the database, in three grouped queries (units by partition
+and state; final records and independent heads by partition, source role or verdicts,
+and ledger outcome), whatever the size of the study; the functions below it work on those
+plain counts only. The review list is a query a page slices and a download streams.
 Outcomes are the ones the claim ledger recorded: a record whose outcome job has not run
 yet is counted as "not computed", never recomputed here behind the ledger's back.
 
@@ -15,10 +17,11 @@ Numbers of a sealed partition (``partition_sealed``) are never computed into a t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from annotator.labelling.models import Label, LabelKind
@@ -51,36 +54,25 @@ SEALED_NOTE = "sealed until the study is frozen"
 
 
 @dataclass(frozen=True)
-class UnitRow:
-    id: int
-    digest: str
-    partition: str  # a key of PARTITION_KEYS
-    priority: float | None
-    state: str
-
-
-@dataclass(frozen=True)
-class RecordRow:
-    id: int
-    unit_id: int
-    kind: str
-    annotator_id: int | None
-    revision: int
-    record_digest: str
-    source_role: str  # NO_ROLE when the annotation has none (answer-claims)
-    verdicts: tuple[bool | None, ...] = ()  # in VERDICTS order (answer-claims)
-
-
-@dataclass(frozen=True)
 class Outcome:
-    """What the ledger recorded for one record."""
+    """What the ledger recorded for a record (the parts the tables count)."""
 
-    seq: int
     ok: bool
     endpoint: int | None
     short_circuit: int | None
     action: str | None
-    priority: float | None
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """``records`` records of one partition that share a source role (source-risk) or
+    verdict values (answer-claims) and a ledger outcome (``None``: not computed yet)."""
+
+    partition: str  # a key of PARTITION_KEYS
+    source_role: str  # NO_ROLE when the annotation has none (answer-claims)
+    outcome: Outcome | None
+    records: int
+    verdicts: tuple[bool | None, ...] = ()  # in VERDICTS order (answer-claims)
 
 
 @dataclass(frozen=True)
@@ -88,9 +80,10 @@ class OutcomeData:
     codebook_unit: str
     answerability_policy: str | None
     source_roles: tuple[tuple[str, str], ...]  # (key, label) in the codebook's order
-    units: tuple[UnitRow, ...]
-    records: tuple[RecordRow, ...]
-    outcomes: dict[str, Outcome]
+    units: dict[str, int]  # partition -> units
+    awaiting: dict[str, dict[str, int]]  # partition -> unit state -> units without a final
+    final: tuple[GroupRow, ...]
+    independent: tuple[GroupRow, ...]
 
 
 def _role_of(value: Any) -> str:
@@ -101,17 +94,45 @@ def _verdict_of(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def outcomes_fetch(*, study: Study) -> OutcomeData:
-    """Three queries: the study's units, its labels (only the annotation keys counted
-    here, not whole annotations) and its ledger entries."""
-    definition = study.codebook.definition or {}
-    is_tuple = study.codebook.unit == CodebookUnit.TUPLE
-    units = tuple(
-        UnitRow(id=pk, digest=digest, partition=partition or UNASSIGNED, priority=prio, state=st)
-        for pk, digest, partition, prio, st in Unit.objects.filter(study=study)
-        .order_by("id")
-        .values_list("id", "digest", "partition", "priority", "state")
+def _later_of(kind: str) -> QuerySet[Label]:
+    """Labels of ``kind`` on the outer label's unit that come after it ((revision, id))."""
+    later = Q(revision__gt=OuterRef("revision")) | Q(
+        revision=OuterRef("revision"), id__gt=OuterRef("id")
     )
+    return Label.objects.filter(unit=OuterRef("unit"), kind=kind).filter(later)
+
+
+def _adjudicated(unit_ref: str = "unit") -> Exists:
+    return Exists(Label.objects.filter(unit=OuterRef(unit_ref), kind=LabelKind.ADJUDICATED))
+
+
+def final_labels(*, study: Study) -> QuerySet[Label]:
+    """Each unit's final record: its latest adjudicated label, else the latest consensus
+    label of a unit that is still agreed (a consensus left behind by a later revision that
+    broke the agreement is not final). Anti-joins on the (unit, kind) index."""
+    adjudicated = Q(kind=LabelKind.ADJUDICATED) & ~Exists(_later_of(LabelKind.ADJUDICATED))
+    consensus = (
+        Q(kind=LabelKind.CONSENSUS, unit__state=UnitState.AGREED)
+        & ~Exists(_later_of(LabelKind.CONSENSUS))
+        & ~_adjudicated()
+    )
+    return Label.objects.filter(study=study).filter(adjudicated | consensus)
+
+
+def independent_head_labels(*, study: Study) -> QuerySet[Label]:
+    """Each annotator's latest independent revision on each unit."""
+    later = Label.objects.filter(
+        unit=OuterRef("unit"),
+        annotator=OuterRef("annotator"),
+        kind=LabelKind.INDEPENDENT,
+        revision__gt=OuterRef("revision"),
+    )
+    return Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT).filter(~Exists(later))
+
+
+def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> tuple[GroupRow, ...]:
+    """``labels`` counted in SQL by partition, source role or verdicts, and ledger outcome
+    (one grouped query: a study's size changes the counts, never the rows fetched)."""
     if is_tuple:
         keys = {"role": KeyTransform("source_role", "annotation")}
     else:
@@ -122,31 +143,62 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
             for name in VERDICTS
         }
     rows = (
-        Label.objects.filter(study=study)
-        .order_by("id")
-        .values("id", "unit_id", "kind", "annotator_id", "revision", "record_digest", **keys)
-    )
-    records = tuple(
-        RecordRow(
-            id=row["id"],
-            unit_id=row["unit_id"],
-            kind=row["kind"],
-            annotator_id=row["annotator_id"],
-            revision=row["revision"],
-            record_digest=row["record_digest"],
-            source_role=_role_of(row.get("role")),
-            verdicts=() if is_tuple else tuple(_verdict_of(row[f"v_{n}"]) for n in VERDICTS),
+        labels.annotate(part=F("unit__partition"), **keys)
+        .values(
+            "part",
+            *keys,
+            "ledger_entry__ok",
+            "ledger_entry__endpoint",
+            "ledger_entry__short_circuit",
+            "ledger_entry__action",
         )
-        for row in rows
+        .annotate(n=Count("id"), entries=Count("ledger_entry__id"))
+        .order_by()
     )
-    outcomes = {
-        digest: Outcome(seq, ok, endpoint, short_circuit, action, prio)
-        for digest, seq, ok, endpoint, short_circuit, action, prio in LedgerEntry.objects.filter(
-            study=study
-        ).values_list(
-            "record_digest", "seq", "ok", "endpoint", "short_circuit", "action", "priority"
+    groups = []
+    for row in rows:
+        outcome = None
+        if row["entries"]:
+            outcome = Outcome(
+                ok=row["ledger_entry__ok"],
+                endpoint=row["ledger_entry__endpoint"],
+                short_circuit=row["ledger_entry__short_circuit"],
+                action=row["ledger_entry__action"],
+            )
+        groups.append(
+            GroupRow(
+                partition=row["part"] or UNASSIGNED,
+                source_role=_role_of(row.get("role")),
+                outcome=outcome,
+                records=row["n"],
+                verdicts=() if is_tuple else tuple(_verdict_of(row[f"v_{n}"]) for n in VERDICTS),
+            )
         )
-    }
+    return tuple(groups)
+
+
+def outcomes_fetch(*, study: Study) -> OutcomeData:
+    """Three grouped queries (units by partition and state, final records and independent
+    heads by partition, role and outcome), whatever the size of the study."""
+    definition = study.codebook.definition or {}
+    is_tuple = study.codebook.unit == CodebookUnit.TUPLE
+    has_final = _adjudicated("pk") | (
+        Q(state=UnitState.AGREED)
+        & Exists(Label.objects.filter(unit=OuterRef("pk"), kind=LabelKind.CONSENSUS))
+    )
+    units: Counter[str] = Counter()
+    awaiting: dict[str, dict[str, int]] = {}
+    for row in (
+        Unit.objects.filter(study=study)
+        .values("partition", "state")
+        .annotate(n=Count("id"), open=Count("id", filter=~has_final))
+        .order_by()
+    ):
+        partition = row["partition"] or UNASSIGNED
+        units[partition] += row["n"]
+        if row["open"]:
+            by_state = awaiting.setdefault(partition, {})
+            by_state[row["state"]] = by_state.get(row["state"], 0) + row["open"]
     roles = tuple(
         (role["key"], role.get("label") or role["key"])
         for role in definition.get("source_roles") or ()
@@ -156,43 +208,14 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
         codebook_unit=study.codebook.unit,
         answerability_policy=definition.get("answerability_policy"),
         source_roles=roles,
-        units=units,
-        records=records,
-        outcomes=outcomes,
+        units=dict(units),
+        awaiting=awaiting,
+        final=_groups(final_labels(study=study), is_tuple=is_tuple),
+        independent=_groups(independent_head_labels(study=study), is_tuple=is_tuple),
     )
 
 
 # --- pure computation --------------------------------------------------------------------
-
-
-def final_records(data: OutcomeData) -> dict[int, RecordRow]:
-    """Each unit's final record: the latest adjudicated label, else the latest consensus
-    label of a unit that is still agreed."""
-    state = {unit.id: unit.state for unit in data.units}
-    adjudicated: dict[int, RecordRow] = {}
-    consensus: dict[int, RecordRow] = {}
-    for record in data.records:  # ordered by id: a later revision replaces an earlier one
-        if record.kind == LabelKind.ADJUDICATED:
-            adjudicated[record.unit_id] = _later(adjudicated.get(record.unit_id), record)
-        elif record.kind == LabelKind.CONSENSUS and state.get(record.unit_id) == UnitState.AGREED:
-            consensus[record.unit_id] = _later(consensus.get(record.unit_id), record)
-    return {**consensus, **adjudicated}
-
-
-def independent_heads(data: OutcomeData) -> list[RecordRow]:
-    """Each annotator's latest independent revision on each unit."""
-    heads: dict[tuple[int, int | None], RecordRow] = {}
-    for record in data.records:
-        if record.kind == LabelKind.INDEPENDENT:
-            key = (record.unit_id, record.annotator_id)
-            heads[key] = _later(heads.get(key), record)
-    return sorted(heads.values(), key=lambda record: record.id)
-
-
-def _later(current: RecordRow | None, candidate: RecordRow) -> RecordRow:
-    if current is None or (candidate.revision, candidate.id) > (current.revision, current.id):
-        return candidate
-    return current
 
 
 @dataclass(frozen=True)
@@ -267,13 +290,13 @@ class PartitionTable:
         ]
 
 
-def _counts(values: Iterable[tuple[int | None, str | None]]) -> Counts:
+def _counts(values: Iterable[tuple[int | None, str | None, int]]) -> Counts:
     by_value: Counter[int | None] = Counter()
     actions: Counter[str] = Counter()
-    for value, action in values:
-        by_value[value] += 1
+    for value, action, records in values:
+        by_value[value] += records
         if action is not None:
-            actions[action] += 1
+            actions[action] += records
     return Counts(
         one=by_value[1],
         zero=by_value[0],
@@ -282,20 +305,19 @@ def _counts(values: Iterable[tuple[int | None, str | None]]) -> Counts:
     )
 
 
-def _role_row(role: str, label: str, records: Sequence[RecordRow], data: OutcomeData) -> RoleRow:
-    outcomes = [data.outcomes.get(record.record_digest) for record in records]
-    checked = [o for o in outcomes if o is not None and o.ok]
+def _role_row(role: str, label: str, groups: Sequence[GroupRow], data: OutcomeData) -> RoleRow:
+    checked = [(g.outcome, g.records) for g in groups if g.outcome is not None and g.outcome.ok]
     policy = data.answerability_policy
     return RoleRow(
         role=role,
         label=label,
-        records=len(records),
-        not_computed=sum(1 for o in outcomes if o is None),
-        refused=sum(1 for o in outcomes if o is not None and not o.ok),
+        records=sum(g.records for g in groups),
+        not_computed=sum(g.records for g in groups if g.outcome is None),
+        refused=sum(g.records for g in groups if g.outcome is not None and not g.outcome.ok),
         policies={
-            "complete_case": _counts((o.endpoint, o.action) for o in checked),
+            "complete_case": _counts((o.endpoint, o.action, n) for o, n in checked),
             "short_circuit": _counts(
-                (o.short_circuit, policy_action(o.short_circuit, policy)) for o in checked
+                (o.short_circuit, policy_action(o.short_circuit, policy), n) for o, n in checked
             ),
         },
     )
@@ -314,52 +336,40 @@ def _role_order(data: OutcomeData, present: Iterable[str]) -> list[tuple[str, st
 
 def outcome_tables(
     data: OutcomeData,
-    records: Iterable[RecordRow],
+    groups: Iterable[GroupRow],
     *,
     sealed: Callable[[str], bool],
     finals: bool,
 ) -> list[PartitionTable]:
     """One table per partition that has units: by source role and policy (source-risk)
     or by verdict (answer-claims). A sealed partition gets no numbers at all."""
-    partition_of = {unit.id: unit.partition for unit in data.units}
-    units_in: Counter[str] = Counter(partition_of.values())
-    by_partition: dict[str, list[RecordRow]] = {key: [] for key in PARTITION_KEYS}
-    with_record: set[int] = set()
-    for record in records:
-        by_partition[partition_of[record.unit_id]].append(record)
-        with_record.add(record.unit_id)
+    by_partition: dict[str, list[GroupRow]] = {key: [] for key in PARTITION_KEYS}
+    for group in groups:
+        by_partition[group.partition].append(group)
     tables = []
     for key in PARTITION_KEYS:
-        if not units_in[key]:
+        if not data.units.get(key):
             continue
         if sealed(key):
             tables.append(PartitionTable(partition=key, label=PARTITION_LABELS[key], sealed=True))
             continue
         rows = by_partition[key]
-        awaiting: dict[str, int] = {}
-        if finals:
-            awaiting = dict(
-                Counter(
-                    unit.state
-                    for unit in data.units
-                    if unit.partition == key and unit.id not in with_record
-                )
-            )
+        awaiting = dict(data.awaiting.get(key, {})) if finals else {}
         common = {
             "partition": key,
             "label": PARTITION_LABELS[key],
             "sealed": False,
-            "units": units_in[key],
-            "records": len(rows),
+            "units": data.units[key],
+            "records": sum(group.records for group in rows),
             "awaiting": sum(awaiting.values()) if finals else None,
             "awaiting_by_state": awaiting,
         }
         if data.codebook_unit != CodebookUnit.TUPLE:
             tables.append(PartitionTable(**common, verdicts=_verdict_rows(rows)))
             continue
-        grouped: dict[str, list[RecordRow]] = {}
-        for record in rows:
-            grouped.setdefault(record.source_role, []).append(record)
+        grouped: dict[str, list[GroupRow]] = {}
+        for group in rows:
+            grouped.setdefault(group.source_role, []).append(group)
         roles = tuple(
             _role_row(role, label, grouped[role], data)
             for role, label in _role_order(data, grouped)
@@ -369,10 +379,13 @@ def outcome_tables(
     return tables
 
 
-def _verdict_rows(records: Sequence[RecordRow]) -> tuple[VerdictRow, ...]:
+def _verdict_rows(groups: Sequence[GroupRow]) -> tuple[VerdictRow, ...]:
     rows = []
     for index, name in enumerate(VERDICTS):
-        values = Counter(record.verdicts[index] for record in records if record.verdicts)
+        values: Counter[bool | None] = Counter()
+        for group in groups:
+            if group.verdicts:
+                values[group.verdicts[index]] += group.records
         rows.append(VerdictRow(name, values[True], values[False], values[None]))
     return tuple(rows)
 
@@ -393,37 +406,58 @@ class ReviewRow:
     seq: int
 
 
-def review_rows(
-    data: OutcomeData, finals: dict[int, RecordRow], *, sealed: Callable[[str], bool]
-) -> list[ReviewRow]:
-    """Units whose final record proposes CONTEXTUALIZE or REVIEW, highest review priority
-    first (units without a priority last), outside sealed partitions."""
-    rows = []
-    for unit in data.units:
-        record = finals.get(unit.id)
-        if record is None or sealed(unit.partition):
-            continue
-        outcome = data.outcomes.get(record.record_digest)
-        if outcome is None or not outcome.ok or outcome.action not in REVIEW_ACTIONS:
-            continue
-        rows.append(
-            ReviewRow(
-                unit_id=unit.id,
-                unit_digest=unit.digest,
-                partition=unit.partition,
-                state=unit.state,
-                priority=unit.priority,
-                action=outcome.action,
-                endpoint=outcome.endpoint,
-                short_circuit=outcome.short_circuit,
-                source_role=record.source_role,
-                kind=record.kind,
-                record_digest=record.record_digest,
-                seq=outcome.seq,
-            )
+def review_rows(*, study: Study, sealed: Callable[[str], bool]) -> QuerySet[Label]:
+    """Final records whose ledger outcome proposes CONTEXTUALIZE or REVIEW, outside
+    sealed partitions, highest review priority first (units without a priority last):
+    a query, so that a page takes its first rows and a download streams them all
+    (``review_row`` makes each one a ``ReviewRow``)."""
+    hidden = [key for key in PARTITION_KEYS if sealed(key)]
+    rows = final_labels(study=study).filter(
+        ledger_entry__ok=True, ledger_entry__action__in=REVIEW_ACTIONS
+    )
+    if UNASSIGNED in hidden:
+        rows = rows.exclude(unit__partition__isnull=True)
+    hidden_keys = [key for key in hidden if key != UNASSIGNED]
+    if hidden_keys:
+        rows = rows.exclude(unit__partition__in=hidden_keys)
+    return (
+        rows.annotate(role=KeyTransform("source_role", "annotation"))
+        .order_by(F("unit__priority").desc(nulls_last=True), "unit_id")
+        .values_list(
+            "unit_id",
+            "unit__digest",
+            "unit__partition",
+            "unit__state",
+            "unit__priority",
+            "ledger_entry__action",
+            "ledger_entry__endpoint",
+            "ledger_entry__short_circuit",
+            "role",
+            "kind",
+            "record_digest",
+            "ledger_entry__seq",
         )
-    rows.sort(key=lambda r: (r.priority is None, -(r.priority or 0.0), r.unit_id))
-    return rows
+    )
+
+
+def review_row(values: Sequence[Any]) -> ReviewRow:
+    """One row of ``review_rows`` as a ``ReviewRow``."""
+    unit_id, digest, partition, state, priority, action, endpoint, short, role, *rest = values
+    kind, record_digest, seq = rest
+    return ReviewRow(
+        unit_id=unit_id,
+        unit_digest=digest,
+        partition=partition or UNASSIGNED,
+        state=state,
+        priority=priority,
+        action=action,
+        endpoint=endpoint,
+        short_circuit=short,
+        source_role=_role_of(role),
+        kind=kind,
+        record_digest=record_digest,
+        seq=seq,
+    )
 
 
 @dataclass(frozen=True)
@@ -431,25 +465,21 @@ class StudyOutcomes:
     is_tuple: bool
     final: list[PartitionTable]
     independent: list[PartitionTable]
-    review: list[ReviewRow]
     sealed_partitions: list[str]
 
 
 def study_outcomes(*, study: Study) -> StudyOutcomes:
-    """Everything the outcomes page and its downloads show, in three queries."""
+    """The outcome tables of the outcomes page and its downloads, in four queries."""
     data = outcomes_fetch(study=study)
 
     def sealed(partition: str) -> bool:
         return partition_sealed(study, partition)
 
-    finals = final_records(data)
-    present = {unit.partition for unit in data.units}
     return StudyOutcomes(
         is_tuple=data.codebook_unit == CodebookUnit.TUPLE,
-        final=outcome_tables(data, finals.values(), sealed=sealed, finals=True),
-        independent=outcome_tables(data, independent_heads(data), sealed=sealed, finals=False),
-        review=review_rows(data, finals, sealed=sealed),
-        sealed_partitions=[key for key in PARTITION_KEYS if key in present and sealed(key)],
+        final=outcome_tables(data, data.final, sealed=sealed, finals=True),
+        independent=outcome_tables(data, data.independent, sealed=sealed, finals=False),
+        sealed_partitions=[key for key in PARTITION_KEYS if data.units.get(key) and sealed(key)],
     )
 
 
@@ -530,10 +560,11 @@ def outcome_csv_rows(tables: Sequence[PartitionTable], *, is_tuple: bool) -> lis
     return out
 
 
-def review_csv_rows(rows: Sequence[ReviewRow]) -> list[list[Any]]:
-    out: list[list[Any]] = [list(REVIEW_COLUMNS)]
+def review_csv_rows(rows: Iterable[ReviewRow]) -> Iterator[list[Any]]:
+    """Header and rows of the review list, one at a time (a download streams them)."""
+    yield list(REVIEW_COLUMNS)
     for row in rows:
-        out.append(
+        yield (
             [
                 row.unit_digest,
                 row.partition,
@@ -548,7 +579,6 @@ def review_csv_rows(rows: Sequence[ReviewRow]) -> list[list[Any]]:
                 row.seq,
             ]
         )
-    return out
 
 
 # --- the validation gate on the study page -----------------------------------------------

@@ -16,17 +16,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import study_get_for_researcher
-from audit.ledger.downloads import csv_response
+from audit.ledger.downloads import csv_response, csv_stream_response
 from audit.ledger.selectors import (
     ACTIONS,
     POLICY_LABELS,
     SEALED_NOTE,
     PartitionTable,
+    ReviewRow,
     outcome_csv_rows,
     record_detail,
     review_csv_rows,
+    review_row,
+    review_rows,
     study_outcomes,
 )
+from audit.partitions.selectors import partition_sealed
 from audit.queueing import STUDY_GATE_REFRESH, queue_job
 
 #: How many CONTEXTUALIZE/REVIEW units the page lists; the CSV download has them all.
@@ -228,12 +232,20 @@ def study_outcomes_page(request: HttpRequest, slug: str) -> HttpResponse:
             "tables": [(table, None) for table in outcomes.independent],
         },
     ]
+    review: list[ReviewRow] = []
+    review_more = 0
+    if outcomes.is_tuple:
+        rows = review_rows(study=study, sealed=lambda key: partition_sealed(study, key))
+        review = [review_row(values) for values in rows[: REVIEW_LIST_LIMIT + 1]]
+        if len(review) > REVIEW_LIST_LIMIT:
+            review = review[:REVIEW_LIST_LIMIT]
+            review_more = rows.count() - REVIEW_LIST_LIMIT
     context = {
         "study": study,
         "outcomes": outcomes,
         "sections": sections,
-        "review": outcomes.review[:REVIEW_LIST_LIMIT],
-        "review_more": max(0, len(outcomes.review) - REVIEW_LIST_LIMIT),
+        "review": review,
+        "review_more": review_more,
         "policy_labels": POLICY_LABELS,
         "actions": ACTIONS,
         "sealed_note": SEALED_NOTE,
@@ -248,13 +260,14 @@ def study_outcomes_csv(request: HttpRequest, slug: str) -> HttpResponse:
     table = request.GET.get("table", "final")
     if table not in CSV_TABLES:
         raise Http404(f"no outcomes table {table!r}")
+    file_name = f"{study.slug}-outcomes-{table}.csv"
+    if table == "review":  # one row per unit: streamed from the database as it is read
+        rows = review_rows(study=study, sealed=lambda key: partition_sealed(study, key))
+        values = rows.iterator(chunk_size=2000)
+        return csv_stream_response(review_csv_rows(map(review_row, values)), file_name)
     outcomes = study_outcomes(study=study)
-    if table == "review":
-        rows = review_csv_rows(outcomes.review)
-    else:
-        tables = outcomes.final if table == "final" else outcomes.independent
-        rows = outcome_csv_rows(tables, is_tuple=outcomes.is_tuple)
-    return csv_response(rows, f"{study.slug}-outcomes-{table}.csv")
+    tables = outcomes.final if table == "final" else outcomes.independent
+    return csv_response(outcome_csv_rows(tables, is_tuple=outcomes.is_tuple), file_name)
 
 
 @login_required

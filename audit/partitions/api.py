@@ -27,6 +27,11 @@ from audit.partitions.services import (
     study_freeze,
 )
 
+#: The partitions endpoint's leak list: leaks per page, and unit digests per side.
+LEAKS_PER_PAGE = 100
+LEAK_UNITS_DEFAULT = 20
+LEAK_UNITS_MAX = 1000
+
 
 class ErrorOutput(serializers.Serializer):
     reason = serializers.CharField(help_text="Machine-readable reason code.")
@@ -53,6 +58,12 @@ class LeakOutput(serializers.Serializer):
     )
     test = serializers.ListField(
         child=serializers.CharField(), help_text="Digests of the group's test units."
+    )
+    calibration_units = serializers.IntegerField(
+        help_text="The group's calibration units (``calibration`` may list only the first)."
+    )
+    test_units = serializers.IntegerField(
+        help_text="The group's test units (``test`` may list only the first)."
     )
 
     class Meta:
@@ -106,14 +117,37 @@ _NOT_FOUND = OpenApiResponse(description="No such study, or you are not a member
 _FROZEN = OpenApiResponse(ErrorOutput, description="The study is frozen: nothing changes.")
 
 
+class PartitionsQuery(serializers.Serializer):
+    units = serializers.IntegerField(
+        required=False,
+        default=LEAK_UNITS_DEFAULT,
+        min_value=0,
+        max_value=LEAK_UNITS_MAX,
+        help_text="Unit digests listed per side of each leak, the first in digest order "
+        f"(default {LEAK_UNITS_DEFAULT}, at most {LEAK_UNITS_MAX}); the counts are always whole.",
+    )
+    page = serializers.IntegerField(
+        required=False,
+        default=1,
+        min_value=1,
+        help_text=f"Page of the leak list, {LEAKS_PER_PAGE} leaks a page.",
+    )
+
+
 class PartitionsApi(StrictQueryParams, APIView):
-    """Counts per partition, the leakage report and the freeze record (if any)."""
+    """Counts per partition, the leakage report (a page of leaks, each with its unit
+    counts and its first unit digests) and the freeze record (if any)."""
+
+    extra_query_params = ("units", "page")
 
     class Output(serializers.Serializer):
         study = serializers.SlugField()
         frozen = serializers.BooleanField()
         units = serializers.IntegerField()
         counts = CountsOutput()
+        leaks = serializers.IntegerField(help_text="Leaking groups in all.")
+        page = serializers.IntegerField()
+        pages = serializers.IntegerField()
         leakage = LeakOutput(many=True)
         freeze = FreezeOutput(allow_null=True)
 
@@ -121,18 +155,38 @@ class PartitionsApi(StrictQueryParams, APIView):
             ref_name = "Partitions"
 
     @extend_schema(
-        responses={200: Output, 403: _FORBIDDEN, 404: _NOT_FOUND},
+        parameters=[PartitionsQuery],
+        responses={200: Output, 400: ErrorOutput, 403: _FORBIDDEN, 404: _NOT_FOUND},
         operation_id="study_partitions_retrieve",
     )
     def get(self, request: Request, slug: str) -> Response:
         study = study_get_for_researcher(user=request.user, slug=slug)
-        overview = partition_overview(study=study, with_contents=False)
+        query = PartitionsQuery(data=request.query_params)
+        if not query.is_valid():
+            field_name, problems = next(iter(query.errors.items()))
+            return Response(
+                {"reason": "invalid_query", "message": f"{field_name}: {problems[0]}"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        page, units = query.validated_data["page"], query.validated_data["units"]
+        overview = partition_overview(
+            study=study,
+            leaks_from=(page - 1) * LEAKS_PER_PAGE,
+            leaks_shown=LEAKS_PER_PAGE,
+            units_shown=units,
+            with_contents=False,
+        )
+        total = len(overview.leaks)
+        shown = overview.leaks[(page - 1) * LEAKS_PER_PAGE : page * LEAKS_PER_PAGE]
         data = {
             "study": study.slug,
             "frozen": overview.freeze is not None,
             "units": overview.total,
             "counts": overview.counts,
-            "leakage": _leaks(overview.leaks),
+            "leaks": total,
+            "page": page,
+            "pages": max(1, -(-total // LEAKS_PER_PAGE)),
+            "leakage": _leaks(shown),
             "freeze": overview.freeze,
         }
         return Response(self.Output(data).data)

@@ -51,6 +51,8 @@ class Leak:
             "value": self.value,
             "calibration": list(self.calibration),
             "test": list(self.test),
+            "calibration_units": self.calibration_count,
+            "test_units": self.test_count,
         }
 
 

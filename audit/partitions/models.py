@@ -30,3 +30,25 @@ class StudyFreeze(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug} frozen {self.frozen_at:%Y-%m-%d}"
+
+
+class PartitionState(models.Model):
+    """A study's partition version, moved on by every change of partitions, and the
+    study-wide counts its pages show, stored with the key they were computed for.
+
+    The counts (units per partition and grouping values, and the partition digest) are
+    whole-study aggregates; the partitions page and API read them from here while the
+    key (version, number of units, last unit) still matches, and recompute them once when
+    it does not. Other capabilities (the outcomes summary, the reliability report) read
+    ``version`` to tell whether partitions changed since they counted.
+    """
+
+    study = models.OneToOneField(
+        Study, primary_key=True, on_delete=models.CASCADE, related_name="partition_state"
+    )
+    version = models.BigIntegerField(default=0)
+    summary_key = models.CharField(max_length=100, blank=True)
+    summary = models.JSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return f"partitions of study {self.study_id}, version {self.version}"

@@ -4,9 +4,16 @@ order pages show them), their names for people, and whether one is sealed."""
 from __future__ import annotations
 
 from audit.archive.models import Partition, Study
+from audit.partitions.models import PartitionState
 from audit.partitions.rules import CALIBRATION, TEST, UNASSIGNED
 
-__all__ = ["PARTITION_KEYS", "PARTITION_LABELS", "UNASSIGNED", "partition_sealed"]
+__all__ = [
+    "PARTITION_KEYS",
+    "PARTITION_LABELS",
+    "UNASSIGNED",
+    "partition_sealed",
+    "partitions_mark",
+]
 
 #: Partition keys in the order pages show them; units without a partition are "unassigned".
 PARTITION_KEYS = (CALIBRATION, TEST, UNASSIGNED)
@@ -29,3 +36,12 @@ def partition_sealed(study: Study, partition: str) -> bool:
     if partition != Partition.TEST:
         return False
     return not hasattr(study, "freeze")
+
+
+def partitions_mark(study: Study) -> str:
+    """Changes whenever what a partition-wise count depends on changes: the partition
+    version (moved on by every change of partitions) and whether the study is frozen
+    (which unseals the test partition). One query."""
+    version = PartitionState.objects.filter(study=study).values_list("version", flat=True).first()
+    frozen = "frozen" if hasattr(study, "freeze") else "open"
+    return f"{version or 0}:{frozen}"

@@ -20,7 +20,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import connection, transaction
-from django.db.models import Count, F, Window
+from django.db.models import Count, F, Max, Window
 from django.db.models.functions import RowNumber
 
 from annotator.labelling.models import Label
@@ -36,7 +36,7 @@ from audit.partitions.freeze import (
     thresholds_problems,
 )
 from audit.partitions.leakage import Leak, leak_counts, leakage
-from audit.partitions.models import StudyFreeze
+from audit.partitions.models import PartitionState, StudyFreeze
 from audit.partitions.rules import (
     CALIBRATION,
     GROUP_FIELDS,
@@ -110,9 +110,49 @@ class PartitionOverview:
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
 
 
+def _units_key(study: Study, version: int) -> str:
+    """What the stored partition summary depends on: the partition version, and the
+    number and last id of the study's units (an import adds units). One query."""
+    found = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    return f"{version}:{found['n']}:{found['last'] or 0}"
+
+
+def _summary(study: Study) -> tuple[list[GroupCount], str]:
+    """The study's grouped unit counts and partition digest, from the stored summary
+    while its key matches, else computed (two whole-study queries) and stored."""
+    state, _ = PartitionState.objects.get_or_create(study=study)
+    key = _units_key(study, state.version)
+    stored = state.summary or {}
+    if state.summary_key == key and "groups" in stored:
+        groups = [GroupCount(*row) for row in stored["groups"]]
+        return groups, stored["partition_digest"]
+    groups = _group_counts(study)
+    digest = _partition_digest(study)
+    summary = {
+        "groups": [
+            [g.partition, g.target_family, g.domain, g.template_id, g.units] for g in groups
+        ],
+        "partition_digest": digest,
+    }
+    # Only if the version is still the one counted: a change that committed meanwhile
+    # leaves the stale key, and the next read counts again.
+    PartitionState.objects.filter(study=study, version=state.version).update(
+        summary_key=key, summary=summary
+    )
+    return groups, digest
+
+
+def partitions_changed(study: Study) -> None:
+    """Move the study's partition version on, inside the change's transaction (which
+    holds the study's row lock, so two changes never both create the row)."""
+    if not PartitionState.objects.filter(study=study).update(version=F("version") + 1):
+        PartitionState.objects.create(study=study, version=1)
+
+
 def partition_overview(
     *,
     study: Study,
+    leaks_from: int = 0,
     leaks_shown: int | None = None,
     units_shown: int | None = None,
     with_contents: bool = True,
@@ -125,9 +165,9 @@ def partition_overview(
     hold the digests of their units, the first ``units_shown`` per side (None: all). The
     freeze preview (``with_contents``) reads the (digest, partition) pairs for its digest.
     """
-    groups = _group_counts(study)
+    groups, partition_digest_now = _summary(study)
     counts = partition_counts_of(groups)
-    leaks = _leaks(study, leak_counts(groups), leaks_shown, units_shown)
+    leaks = _leaks(study, leak_counts(groups), leaks_from, leaks_shown, units_shown)
     freeze = study_freeze_get(study=study)
     contents = None
     if freeze is None and with_contents:
@@ -135,7 +175,7 @@ def partition_overview(
             codebook_digest=study.codebook.digest,
             pipelines=_pipelines_in_use(study),
             thresholds=study.thresholds or {},
-            partition_digest=_partition_digest(study),
+            partition_digest=partition_digest_now,
             partition_counts=counts,
             unassigned=counts[UNASSIGNED],
             leaks=leaks,
@@ -193,13 +233,14 @@ def _group_counts(study: Study) -> list[GroupCount]:
 def _leaks(
     study: Study,
     counts: Sequence[tuple[str, str, int, int]],
+    first: int,
     leaks: int | None,
     units: int | None,
 ) -> list[Leak]:
     """Leaks with their unit counts; the first ``leaks`` (None: all) of them also with
     the first ``units`` (None: all) unit digests of each side, sorted (one query per
     grouping field among them)."""
-    shown = counts if leaks is None else counts[:leaks]
+    shown = counts[first:] if leaks is None else counts[first : first + leaks]
     if units is not None and units <= 0:
         shown = []
     digests: dict[tuple[str, str, str], list[str]] = defaultdict(list)
@@ -225,8 +266,10 @@ def _leaks(
             tuple(sorted(digests.get((name, value, CALIBRATION), ()))),
             tuple(sorted(digests.get((name, value, TEST), ()))),
             # A leak that lists all of its units counts them itself.
-            calibration_units=None if complete and number < len(shown) else calibration,
-            test_units=None if complete and number < len(shown) else test,
+            calibration_units=None
+            if complete and 0 <= number - first < len(shown)
+            else calibration,
+            test_units=None if complete and 0 <= number - first < len(shown) else test,
         )
         for number, (name, value, calibration, test) in enumerate(counts)
     ]
@@ -306,6 +349,7 @@ def partition_rule_apply(*, study: Study, rule: Rule) -> RulePreview:
         units = Unit.objects.filter(study=study)
         units.filter(**{lookup: preview.test_values}).update(partition="test")
         units.exclude(**{lookup: preview.test_values}).update(partition="calibration")
+        partitions_changed(study)
     return preview
 
 
@@ -382,6 +426,7 @@ def partition_file_apply(*, study: Study, data: bytes, file_name: str = "") -> F
             by_partition[partition].append(digest)
         for partition, digests in sorted(by_partition.items()):
             _set_partition(study, digests, partition)
+        partitions_changed(study)
     after = with_partitions(units, assignment)
     return FileOutcome(
         applied=True,

@@ -27,9 +27,8 @@ from audit.ledger.jobs import study_gate_refresh
 from audit.ledger.models import LedgerEntry, StudyGate
 from audit.ledger.selectors import (
     NO_ROLE,
+    GroupRow,
     OutcomeData,
-    RecordRow,
-    UnitRow,
     outcome_csv_rows,
     outcome_tables,
 )
@@ -216,7 +215,7 @@ def test_the_test_partition_is_sealed(study, people, world):
         body = client_for(people["res"]).get(
             reverse("study-outcomes-csv", args=[study.slug]), {"table": table}
         )
-        text = body.content.decode()
+        text = body_text(body)
         assert "test" not in [row[1] if table == "review" else row[0] for row in _rows(text)]
         assert "target_owned" not in text
 
@@ -263,12 +262,21 @@ def test_the_csv_downloads_hold_every_table(study, people, world):
     assert by_key[("calibration", "(all)", "complete_case")][-1] == "0"
     assert by_key[("unassigned", "(all)", "complete_case")][-1] == "30"
 
-    review = _rows(client.get(url, {"table": "review"}).content.decode())
+    review_response = client.get(url, {"table": "review"})
+    assert review_response.streaming  # one row per unit: never built whole in memory
+    review = _rows(body_text(review_response))
     assert [r[0] for r in review[1:]] == [world[n].digest for n in ("u3", "u5", "u1", "u4")]
     assert review[1][3] == "0.9"
     assert review[4][3] == ""
 
     assert client.get(url, {"table": "nonsense"}).status_code == 404
+
+
+def body_text(response) -> str:
+    """A response's text, streamed or not."""
+    if response.streaming:
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
 
 
 def _rows(text: str) -> list[list[str]]:
@@ -297,11 +305,12 @@ def test_an_injected_role_leaves_the_csv_as_text():
         codebook_unit="tuple",
         answerability_policy=None,
         source_roles=(("sponsored", "Sponsored"),),
-        units=(UnitRow(1, "d1", "calibration", None, "agreed"),),
-        records=(RecordRow(1, 1, "consensus", None, 1, "r1", '=cmd|" /C calc"!A0'),),
-        outcomes={},
+        units={"calibration": 1},
+        awaiting={},
+        final=(GroupRow("calibration", '=cmd|" /C calc"!A0', None, 1),),
+        independent=(),
     )
-    tables = outcome_tables(data, data.records, sealed=lambda p: False, finals=True)
+    tables = outcome_tables(data, data.final, sealed=lambda p: False, finals=True)
     cells = [csv_cell(v) for row in outcome_csv_rows(tables, is_tuple=True) for v in row]
     assert '\'=cmd|" /C calc"!A0' in cells
     assert not [c for c in cells if c.startswith(("=", "+", "-", "@"))]
@@ -330,8 +339,10 @@ def test_the_outcomes_page_takes_a_fixed_number_of_queries(
         label(study, people["ann_c"], values)
     Unit.objects.filter(study=study, partition__isnull=True).update(partition="calibration")
     assert count() == before
-    # 8 reads of the page's data, and 1 of the study's freeze (is `test` still sealed?).
-    with django_assert_max_num_queries(9):
+    # Session, user, study with its codebook, membership, the freeze (is `test` still
+    # sealed?), units by partition and state, final and independent records grouped, and
+    # the first rows of the review list.
+    with django_assert_max_num_queries(10):
         client.get(outcomes_url(study))
 
 

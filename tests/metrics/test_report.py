@@ -21,10 +21,16 @@ from annotator.labelling.services import assignment_next, label_submit
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import Partition, Unit
 from audit.ledger.services import gate_recompute
+from audit.partitions.services import partitions_changed
 from metrics.jobs import study_report_refresh
 from metrics.matrices import ClaimSpan, claims_match
 from metrics.models import ReportStatus, StudyReport
-from metrics.selectors import labels_digest, latest_report, report_inputs_fetch
+from metrics.selectors import (
+    labels_digest,
+    latest_report,
+    report_inputs_fetch,
+    report_out_of_date,
+)
 from metrics.services import report_claim, report_compute, report_request
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, make_study
@@ -253,6 +259,44 @@ def test_gate_reliability_reported_turns_true_then_out_of_date(study, people):
     client = Client()
     client.force_login(people["res"])
     assert "Out of date" in client.get(f"/studies/{study.slug}/reliability/").content.decode()
+
+
+def test_the_labels_mark_says_out_of_date_exactly_when_the_digest_does(study, people):
+    """The page tells staleness by the mark (two short queries), not by reading every
+    label: through new labels, a revision, a label in the sealed partition, a partition
+    change and the freeze, it must agree with the digest of every label."""
+
+    def agrees() -> bool:
+        fresh = Unit.objects.get(pk=first.unit_id).study  # a new instance: no cached freeze
+        report = StudyReport.objects.filter(study=study, status=ReportStatus.DONE).first()
+        by_digest = report.labels_digest != labels_digest(study=fresh)
+        assert report_out_of_date(study=fresh, report=report) == by_digest
+        return by_digest
+
+    first, _ = both(study, people, (1, 1, 1, 0), (1, 1, 1, 0))
+    study_report_refresh.run(study.pk)
+    assert not agrees()
+    submit(
+        study,
+        people["ann_a"],
+        (0, 1, 1, 0),
+        parent=first.record_digest,
+        assignment=first.assignment,
+    )
+    assert agrees()
+    study_report_refresh.run(study.pk)
+    assert not agrees()
+    # A labelled unit moved into the sealed test partition leaves the report's labels.
+    sealed = submit(study, people["ann_b"], (1, 0, 1, 0))
+    assert agrees()
+    Unit.objects.filter(pk=sealed.unit_id).update(partition=Partition.TEST)
+    partitions_changed(study)
+    study_report_refresh.run(study.pk)
+    assert not agrees()
+    # Moving a labelled unit out of the sealed partition makes the report out of date.
+    Unit.objects.filter(pk=sealed.unit_id).update(partition=Partition.CALIBRATION)
+    partitions_changed(study)
+    assert agrees()
 
 
 # --- pages ---------------------------------------------------------------------------------

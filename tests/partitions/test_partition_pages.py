@@ -16,6 +16,7 @@ from audit.archive.models import Study, Unit
 from audit.partitions.leakage import leakage
 from audit.partitions.models import StudyFreeze
 from audit.partitions.rules import group_counts, partition_counts, values_present
+from audit.partitions.selectors import partitions_mark
 from audit.partitions.services import (
     freeze_preview,
     partition_overview,
@@ -395,3 +396,51 @@ def test_the_grouped_overview_says_what_the_units_say(study, rule):
     assert page.contents == dataclasses.replace(preview, leaks=page.contents.leaks)
     assert page.contents.problems() == preview.problems()
     assert partition_overview(study=study, with_contents=False).contents is None
+
+
+def test_api_leaks_list_their_first_units_and_whole_counts_a_page_at_a_time(study, people):
+    client = client_for(people["res"])
+    partition_rule_apply(study=study, rule=LEAKY)
+    full = client.get(url("api-study-partitions", study), {"units": 1000}).json()
+    short = client.get(url("api-study-partitions", study), {"units": 1}).json()
+
+    assert (full["leaks"], full["page"], full["pages"]) == (2, 1, 1)
+    for whole, first in zip(full["leakage"], short["leakage"], strict=True):
+        assert (first["calibration_units"], first["test_units"]) == (
+            len(whole["calibration"]),
+            len(whole["test"]),
+        )
+        assert first["calibration"] == whole["calibration"][:1]
+        assert first["test"] == whole["test"][:1]
+    beyond = client.get(url("api-study-partitions", study), {"page": 2}).json()
+    assert (beyond["leaks"], beyond["page"], beyond["leakage"]) == (2, 2, [])
+    for bad in ({"units": 1001}, {"units": -1}, {"page": 0}, {"page": "x"}):
+        refused = client.get(url("api-study-partitions", study), bad)
+        assert refused.status_code == 400
+        assert refused.json()["reason"] == "invalid_query"
+        assert next(iter(bad)) in refused.json()["message"]
+
+
+def test_the_stored_summary_follows_every_change_of_partitions(study, people):
+    """The page's counts come from a stored summary; a rule, a file or an import moves
+    its key on, so the next read counts again."""
+    before = partition_overview(study=study)
+    mark = partitions_mark(Study.objects.get(pk=study.pk))
+    assert before.counts["unassigned"] == before.total
+
+    partition_rule_apply(study=study, rule=SPLIT)
+    after_rule = partition_overview(study=study)
+    assert after_rule.counts == partition_counts(u.partition for u in partition_units(study=study))
+    assert after_rule.counts["unassigned"] == 0
+    assert partitions_mark(Study.objects.get(pk=study.pk)) != mark
+
+    first = Unit.objects.filter(study=study).order_by("id").first()
+    data = f"{first.digest},calibration\n".encode()
+    response = client_for(people["res"]).post(
+        url("api-study-partitions-file", study),
+        {"file": SimpleUploadedFile("p.csv", data, content_type="text/csv")},
+    )
+    assert response.status_code == 200, response.content
+    assert partition_overview(study=study).counts == partition_counts(
+        u.partition for u in partition_units(study=study)
+    )

@@ -103,6 +103,8 @@ def test_leakage_reports_every_field_in_order_and_ignores_unassigned_units():
         "value": "fam",
         "calibration": ["x1"],
         "test": ["x2"],
+        "calibration_units": 1,
+        "test_units": 1,
     }
 
 
