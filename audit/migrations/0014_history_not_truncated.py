@@ -42,6 +42,6 @@ RULES = NO_TRUNCATE + HEAD
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0011_unit_study_state")]
+    dependencies = [("audit", "0013_partition_state")]
 
     operations = [migrations.RunPython(install(*RULES), uninstall(*RULES))]
