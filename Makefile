@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo test test-browser-stress install serve lint check conformance bench clean
+.PHONY: demo test test-browser-stress install migrate serve lint check conformance bench clean
 
 # Quiet: setuptools' notes about editable installs are noise before the demo's logins
 # (errors still print).
@@ -37,15 +37,29 @@ RUNS ?= 10
 test-browser-stress: install
 	$(PY) tests/stress.py --runs $(RUNS) tests/browser
 
-## make serve: web (gunicorn) + worker (celery) against real PostgreSQL and Redis
+## make migrate: as the tables' owner (MIGRATE_DATABASE_URL) apply the migrations, then set
+## up the app's own login (the user of DATABASE_URL) with manage.py db_app_role: it owns no
+## table and may not UPDATE/DELETE history nor TRUNCATE anything (docs/guide-admin.md).
+## (In `DATABASE_URL="$$MIGRATE_DATABASE_URL" … --app-url "$$DATABASE_URL"` the argument is
+## still the app's URL: the shell expands it before the assignment takes effect.)
+migrate: export DJANGO_SETTINGS_MODULE ?= config.settings.production
+migrate: install
+	test -n "$$MIGRATE_DATABASE_URL" && test -n "$$DATABASE_URL" || \
+	  (echo "make migrate needs MIGRATE_DATABASE_URL (the tables' owner) and DATABASE_URL (the app's login)"; exit 2)
+	DATABASE_URL="$$MIGRATE_DATABASE_URL" $(PY) manage.py migrate --noinput
+	DATABASE_URL="$$MIGRATE_DATABASE_URL" $(PY) manage.py db_app_role --app-url "$$DATABASE_URL"
+
+## make serve: web (gunicorn) + worker (celery) against real PostgreSQL and Redis, as the
+## app's own login (DATABASE_URL) after `make migrate` as the owner (MIGRATE_DATABASE_URL)
 serve: export DJANGO_SETTINGS_MODULE ?= config.settings.production
 serve: install
-	test -n "$$DATABASE_URL" && test -n "$$CELERY_BROKER_URL" && test -n "$$CACHE_URL" && \
-	  test -n "$$SECRET_KEY" || \
-	  (echo "make serve needs DATABASE_URL, CELERY_BROKER_URL, CACHE_URL and SECRET_KEY"; exit 2)
-	$(PY) manage.py migrate --noinput
+	test -n "$$DATABASE_URL" && test -n "$$MIGRATE_DATABASE_URL" && test -n "$$CELERY_BROKER_URL" && \
+	  test -n "$$CACHE_URL" && test -n "$$SECRET_KEY" || \
+	  (echo "make serve needs DATABASE_URL, MIGRATE_DATABASE_URL, CELERY_BROKER_URL, CACHE_URL and SECRET_KEY"; exit 2)
+	$(MAKE) --no-print-directory migrate
 	$(PY) manage.py collectstatic --noinput
-	$(VENV)/bin/honcho start -f Procfile
+	# The processes get the app's login only, never the owner's.
+	env -u MIGRATE_DATABASE_URL $(VENV)/bin/honcho start -f Procfile
 
 lint: install
 	$(PY) -m ruff check .

@@ -5,6 +5,12 @@ whatever writes to the database: the ORM, a raw cursor, or someone with psql. A 
 statement raises ``django.db.IntegrityError`` on both backends (PostgreSQL: SQLSTATE 23001
 restrict_violation; SQLite: RAISE(ABORT), a constraint failure).
 
+TRUNCATE: on PostgreSQL a rule with ``"TRUNCATE"`` among its operations is a statement-level
+BEFORE TRUNCATE trigger (TRUNCATE fires no row trigger, so the UPDATE/DELETE rules alone
+leave it open; a ``TRUNCATE … CASCADE`` from another table fires it too). SQLite has no
+TRUNCATE statement: its ``DELETE FROM t`` without WHERE runs the DELETE rule's row trigger,
+so there the TRUNCATE rule installs nothing.
+
 SQLite caveat for later migrations: to alter a table SQLite rebuilds it (create a copy, drop,
 rename), which fails while a trigger on *another* table names it in its WHEN clause. Such a
 migration uninstalls that rule first and installs it again last (see audit 0007).
@@ -18,9 +24,11 @@ from dataclasses import dataclass
 
 # SQLite's DELETE triggers ask claimgate_maintenance(), a function this process registers
 # on each of its connections (audit.apps); it answers 1 only inside maintenance(), which
-# the test suite uses so that Django can empty tables between transactional tests (on
-# PostgreSQL Django empties them with TRUNCATE, which fires no row trigger). Any other
-# client has no such function, so its DELETE fails: the rule fails closed.
+# the test suite uses so that Django can empty tables between transactional tests. Any
+# other client has no such function, so its DELETE fails: the rule fails closed. (On
+# PostgreSQL Django empties tables with TRUNCATE, which the TRUNCATE rules refuse; the test
+# suite does it as a superuser with session_replication_role = replica, under which no
+# ordinary trigger fires and which no other role may set.)
 _maintenance = False
 
 
@@ -58,12 +66,20 @@ $$ LANGUAGE plpgsql
 
 @dataclass(frozen=True)
 class Immutable:
-    """Refuse ``operations`` on ``table``; ``when`` (SQL over OLD) narrows the rule."""
+    """Refuse ``operations`` on ``table``; ``when`` (SQL over OLD, and NEW for an UPDATE)
+    narrows the rule. ``"TRUNCATE"`` takes no ``when`` (a statement has no row)."""
 
     table: str
     operations: Sequence[str] = ("UPDATE",)
     reason: str = "rows are immutable once written"
     when: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.operations) - {"UPDATE", "DELETE", "TRUNCATE"}
+        if unknown:
+            raise ValueError(f"{self.table}: no rule for {sorted(unknown)}")
+        if self.when and "TRUNCATE" in self.operations:
+            raise ValueError(f"{self.table}: a TRUNCATE rule has no row to test `when` on")
 
     def name(self, operation: str) -> str:
         return f"{self.table}_refuse_{operation.lower()}"
@@ -78,11 +94,14 @@ class Immutable:
                         name=function, condition=self.when or "TRUE", reason=self.reason
                     )
                 )
+                level = "STATEMENT" if operation == "TRUNCATE" else "ROW"
                 statements.append(
                     f"CREATE TRIGGER {self.name(operation)} BEFORE {operation} ON {self.table} "
-                    f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+                    f"FOR EACH {level} EXECUTE FUNCTION {function}()"
                 )
             elif vendor == "sqlite":
+                if operation == "TRUNCATE":
+                    continue  # no such statement: DELETE FROM runs the DELETE rule
                 conditions = [self.when] if self.when else []
                 if operation == "DELETE":
                     conditions.append("claimgate_maintenance() = 0")
@@ -103,7 +122,9 @@ class Immutable:
                 f"DROP FUNCTION IF EXISTS {self.name(op)}_fn()"
                 for op in self.operations
             ]
-        return [f"DROP TRIGGER IF EXISTS {self.name(op)}" for op in self.operations]
+        return [
+            f"DROP TRIGGER IF EXISTS {self.name(op)}" for op in self.operations if op != "TRUNCATE"
+        ]
 
 
 def install(*rules: Immutable) -> Callable:

@@ -274,7 +274,12 @@ def celery_workers(tmp_path):
 
 @pytest.fixture(autouse=True, scope="session")
 def _flush_despite_append_only_triggers():
-    """Let Django empty append-only tables between transactional tests on SQLite."""
+    """Let Django empty append-only tables between transactional tests: on SQLite through
+    the maintenance flag of audit.triggers; on PostgreSQL, where Django empties them with
+    the TRUNCATE that the history tables refuse, as a superuser in replica mode (no
+    ordinary trigger fires; only a superuser may set it, so the suite's login must be one,
+    as CI's is)."""
+    from django.db import connections
     from django.test import TransactionTestCase
 
     from audit.triggers import maintenance
@@ -282,8 +287,21 @@ def _flush_despite_append_only_triggers():
     original = TransactionTestCase._fixture_teardown
 
     def teardown(self):
-        with maintenance():
-            original(self)
+        postgres = [
+            connections[alias]
+            for alias in self._databases_names(include_mirrors=False)
+            if connections[alias].vendor == "postgresql"
+        ]
+        for connection in postgres:
+            with connection.cursor() as cursor:
+                cursor.execute("SET session_replication_role = replica")
+        try:
+            with maintenance():
+                original(self)
+        finally:
+            for connection in postgres:
+                with connection.cursor() as cursor:
+                    cursor.execute("RESET session_replication_role")
 
     TransactionTestCase._fixture_teardown = teardown
     yield

@@ -6,7 +6,9 @@ that a record's digest means the same thing everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from audit.archive import mapping
@@ -33,10 +35,14 @@ class UnitContent:
         return self.sources[0]
 
 
-def _sampling(row: Tuple) -> dict[str, Any] | None:
-    if row.sampling_stratum is None and row.inclusion_probability is None:
+def _sampling_of(stratum: str | None, probability: float | None) -> dict[str, Any] | None:
+    if stratum is None and probability is None:
         return None
-    return {"stratum": row.sampling_stratum, "inclusion_probability": row.inclusion_probability}
+    return {"stratum": stratum, "inclusion_probability": probability}
+
+
+def _sampling(row: Tuple) -> dict[str, Any] | None:
+    return _sampling_of(row.sampling_stratum, row.inclusion_probability)
 
 
 def unit_content(*, unit: Unit) -> UnitContent:
@@ -64,6 +70,78 @@ def unit_content(*, unit: Unit) -> UnitContent:
         sources=[mapping.source_as_dict(row.source) for row in tuples],
         sampling=_sampling(unit.tuple) if unit.tuple is not None else None,
     )
+
+
+#: A unit with its archive rows as plain values (no model instance per row: at a million
+#: rows the instances cost more than the query), for :func:`unit_contents_of`.
+UNIT_VALUES = (
+    "id",
+    "digest",
+    "partition",
+    "state",
+    "observation_id",
+    "tuple_id",
+    "tuple__sampling_stratum",
+    "tuple__inclusion_probability",
+    *(f"observation__query__{name}" for name in mapping.QUERY_FIELDS),
+    *(f"observation__pipeline__{name}" for name in mapping.PIPELINE_FIELDS),
+    *(f"observation__answer__{name}" for name in mapping.ANSWER_FIELDS),
+    *(f"tuple__source__{name}" for name in mapping.SOURCE_FIELDS),
+)
+
+
+_KEYS: dict[tuple[str, Sequence[str]], tuple[tuple[str, str], ...]] = {}
+
+
+def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
+    """An archive row as the mapping functions of audit.archive.mapping read it (attributes)."""
+    keys = _KEYS.get((prefix, names))
+    if keys is None:
+        keys = _KEYS[prefix, names] = tuple((name, prefix + name) for name in names)
+    return SimpleNamespace(**{name: values[key] for name, key in keys})
+
+
+def unit_contents_of(*, study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
+    """The content of each unit of a chunk (rows of :data:`UNIT_VALUES`, all of ``study``),
+    through audit.archive.mapping, exactly what :func:`unit_content` gives one unit; an
+    answer unit's sources take one more query for the whole chunk. Releases and
+    ``verify_ledger`` rebuild records from it in bulk."""
+    by_observation: dict[int, list[dict[str, Any]]] = {}
+    if study.codebook.unit != CodebookUnit.TUPLE:
+        rows = (
+            Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
+            .order_by("observation_id", "position", "id")
+            .values("observation_id", *(f"source__{name}" for name in mapping.SOURCE_FIELDS))
+        )
+        for row in rows:
+            by_observation.setdefault(row["observation_id"], []).append(
+                mapping.source_as_dict(_row(row, "source__", mapping.SOURCE_FIELDS))
+            )
+    contents = {}
+    for unit in units:
+        if unit["tuple_id"] is not None:
+            sources = [mapping.source_as_dict(_row(unit, "tuple__source__", mapping.SOURCE_FIELDS))]
+            sampling = _sampling_of(
+                unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
+            )
+        else:
+            sources = by_observation.get(unit["observation_id"], [])
+            sampling = None
+        contents[unit["id"]] = UnitContent(
+            unit_id=unit["id"],
+            codebook_unit=study.codebook.unit,
+            digest=unit["digest"],
+            query=mapping.query_as_dict(_row(unit, "observation__query__", mapping.QUERY_FIELDS)),
+            pipeline=mapping.pipeline_as_dict(
+                _row(unit, "observation__pipeline__", mapping.PIPELINE_FIELDS)
+            ),
+            answer=mapping.answer_as_dict(
+                _row(unit, "observation__answer__", mapping.ANSWER_FIELDS)
+            ),
+            sources=sources,
+            sampling=sampling,
+        )
+    return contents
 
 
 def record_body(

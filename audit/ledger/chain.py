@@ -1,18 +1,34 @@
-"""The claim ledger's chain: appending a checked record's outcome (once), and walking the
-whole chain again to verify it (the hash chain itself is audit.contract.ledger)."""
+"""The claim ledger's chain: appending a checked record's outcome (once), walking the whole
+chain again to verify it, comparing it with a head kept elsewhere, and matching every
+label to its entry (the hash chain itself is audit.contract.ledger)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
+from annotator.labelling.models import Label
 from audit.archive.mapping import format_instant
 from audit.archive.models import Study, Unit
+from audit.archive.records import UNIT_VALUES, record_body, unit_contents_of
 from audit.contract import CHECKER_VERSION, CheckResult
-from audit.contract.ledger import ENTRY_FIELDS, GENESIS, ChainProblem, entry_hash, verify_chain
+from audit.contract.digests import record_digest
+from audit.contract.ledger import (
+    ENTRY_FIELDS,
+    GENESIS,
+    ChainProblem,
+    Head,
+    entry_hash,
+    head_problem,
+    verify_chain,
+)
 from audit.ledger.models import LedgerEntry, LedgerHead, StudyGate
 
 
@@ -89,3 +105,156 @@ def ledger_verify() -> tuple[int, ChainProblem | None]:
             f"the ledger ends at entry {checked} but {head.seq} were appended",
         )
     return checked, None
+
+
+def ledger_head() -> Head:
+    """The chain's head as the head row holds it (entry 0 and the genesis hash before the
+    first append)."""
+    row = LedgerHead.objects.filter(pk=1).values("seq", "entry_hash").first()
+    return Head(row["seq"], row["entry_hash"]) if row else Head(0, GENESIS)
+
+
+def ledger_head_check(*, expected: Head) -> str | None:
+    """Whether the stored chain still passes through ``expected``, a head kept outside
+    the database (a release's, or a copy an operator keeps): ``None``, or what differs.
+    A chain truncated and restarted, rewound, or rewritten up to that entry differs."""
+    last = LedgerEntry.objects.aggregate(top=Max("seq"))["top"] or 0
+    stored = (
+        LedgerEntry.objects.filter(seq=expected.seq).values_list("entry_hash", flat=True).first()
+    )
+    return head_problem(expected, last_seq=last, hash_at_seq=stored)
+
+
+#: Label problems kept for the report; the rest are counted.
+LABEL_PROBLEMS_KEPT = 100
+#: Units whose labels are rebuilt per round trip (as releases read them).
+_CHUNK = 1_000
+_LABEL_VALUES = ("id", "unit_id", "kind", "annotation", "parents", "record_digest")
+EDITED = "edited"
+MISSING = "missing"
+MISMATCHED = "mismatched"
+
+
+@dataclass
+class LabelsReport:
+    """What :func:`ledger_labels_verify` found: labels rebuilt, labels whose outcome is not
+    in the ledger yet (their job has not run), and the problems (the first
+    LABEL_PROBLEMS_KEPT as ``(kind, message)``, all of them counted)."""
+
+    labels: int = 0
+    entries: int = 0
+    awaiting: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    problem_count: int = 0
+
+    def add(self, kind: str, message: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < LABEL_PROBLEMS_KEPT:
+            self.problems.append((kind, message))
+
+
+def _chunks(iterator: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _label_name(label: dict[str, Any], study: Study, unit_digest: str) -> str:
+    return f"label {label['id']} ({label['kind']}, study {study.slug}, unit {unit_digest[:12]}…)"
+
+
+def ledger_labels_verify() -> LabelsReport:
+    """Rebuild every label's record from the label and the archive rows it refers to,
+    check its digest against the stored one, and match it to its ledger entry; then name
+    every ledger entry whose record no label holds. Finds what was done with the triggers
+    off: a label edited in place (its record no longer rebuilds to its digest), edited and
+    given a new digest, or deleted (its entry's record is held by no label). Streamed:
+    units and their labels and entries are read a chunk at a time."""
+    report = LabelsReport()
+    awaiting: dict[tuple[int, str], list[int]] = defaultdict(list)
+    studies = Study.objects.select_related("codebook").filter(
+        Exists(Label.objects.filter(study=OuterRef("pk")))
+    )
+    for study in studies.order_by("id"):
+        units = (
+            Unit.objects.filter(study=study)
+            .filter(Exists(Label.objects.filter(unit=OuterRef("pk"))))
+            .order_by("id")
+            .values(*UNIT_VALUES)
+            .iterator(chunk_size=_CHUNK)
+        )
+        for chunk in _chunks(units, _CHUNK):
+            _labels_chunk(study, chunk, report, awaiting)
+    orphans = (
+        LedgerEntry.objects.filter(
+            ~Exists(Label.objects.filter(record_digest=OuterRef("record_digest")))
+        )
+        .order_by("seq")
+        .values("seq", "record_digest", "unit_id", "unit_digest", "kind", "study_slug")
+    )
+    for entry in orphans.iterator(chunk_size=_CHUNK):
+        without = awaiting.get((entry["unit_id"], entry["kind"]), [])
+        hint = (
+            f" (label {', '.join(map(str, without[:5]))} of that unit has no ledger entry: "
+            "edited and given a new digest?)"
+            if without
+            else ""
+        )
+        report.add(
+            MISSING,
+            f"ledger entry {entry['seq']} records a {entry['kind']} label of unit "
+            f"{entry['unit_digest'][:12]}… in study {entry['study_slug']} (record "
+            f"{entry['record_digest']}), but no label holds that record: it was deleted "
+            f"or edited{hint}",
+        )
+    report.entries = LedgerEntry.objects.count()
+    return report
+
+
+def _labels_chunk(
+    study: Study,
+    chunk: list[dict[str, Any]],
+    report: LabelsReport,
+    awaiting: dict[tuple[int, str], list[int]],
+) -> None:
+    contents = unit_contents_of(study=study, units=chunk)
+    digests = {unit["id"]: unit["digest"] for unit in chunk}
+    labels = list(
+        Label.objects.filter(unit_id__in=list(digests)).order_by("id").values(*_LABEL_VALUES)
+    )
+    entries = {
+        entry["record_digest"]: entry
+        for entry in LedgerEntry.objects.filter(
+            record_digest__in=[label["record_digest"] for label in labels]
+        ).values("seq", "record_digest", "unit_id", "kind")
+    }
+    for label in labels:
+        report.labels += 1
+        unit_digest = digests[label["unit_id"]]
+        body = record_body(
+            study=study,
+            content=contents[label["unit_id"]],
+            annotation=label["annotation"],
+            parents=label["parents"],
+        )
+        try:
+            rebuilt = record_digest(body)
+        except (TypeError, ValueError) as exc:
+            rebuilt = f"nothing (it cannot be serialized: {exc})"
+        if rebuilt != label["record_digest"]:
+            report.add(
+                EDITED,
+                f"{_label_name(label, study, unit_digest)} was edited: its record rebuilds to "
+                f"{rebuilt}, not to its stored digest {label['record_digest']} (the label or "
+                "the archive rows it refers to changed)",
+            )
+            continue
+        entry = entries.get(label["record_digest"])
+        if entry is None:
+            report.awaiting += 1
+            awaiting[(label["unit_id"], label["kind"])].append(label["id"])
+        elif entry["unit_id"] not in (None, label["unit_id"]) or entry["kind"] != label["kind"]:
+            report.add(
+                MISMATCHED,
+                f"{_label_name(label, study, unit_digest)} does not match its ledger entry "
+                f"{entry['seq']}, which records a {entry['kind']} label of another unit or kind",
+            )

@@ -587,6 +587,12 @@ def render_datasheet(facts: Mapping[str, Any]) -> str:
     add(f"- validation stage reached: **{f['stage'] or 'none'}**")
     add(f"- codebook: {_line(f['codebook'])} (SHA-256 `{f['codebook_digest']}`)")
     add(f"- record format version {FORMAT_VERSION}; checker {f['checker_version']}")
+    if f.get("ledger_head"):
+        add(
+            f"- claim ledger head when built: `{f['ledger_head']}` (entry:hash); "
+            "`manage.py verify_ledger --expect <this folder>` checks that the claim ledger "
+            "still passes through it"
+        )
     if f.get("label_dates"):
         first, last = f["label_dates"]
         add(f"- labels submitted between {first} and {last}")

@@ -21,12 +21,11 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -38,14 +37,15 @@ from django.utils import timezone
 from annotator.labelling.models import Label, LabelKind, SightVia
 from annotator.labelling.services import labels_seen_record
 from audit.archive import mapping
-from audit.archive.models import CodebookUnit, Partition, Study, Tuple, Unit, UnitState
-from audit.archive.records import UnitContent, record_body
+from audit.archive.models import CodebookUnit, Partition, Study, Unit, UnitState
+from audit.archive.records import UNIT_VALUES, UnitContent, record_body, unit_contents_of
 from audit.contract import CHECKER_VERSION
 from audit.contract.canonical import (
     canonical_json_unchecked,
     canonical_text_unchecked,
     sha256_hex,
 )
+from audit.ledger.chain import ledger_head
 from audit.ledger.gate import claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
 from audit.partitions.models import StudyFreeze
@@ -213,83 +213,6 @@ def _batches(iterable: Any, size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _sampling(stratum: str | None, probability: float | None) -> dict[str, Any] | None:
-    if stratum is None and probability is None:
-        return None
-    return {"stratum": stratum, "inclusion_probability": probability}
-
-
-#: A unit with its archive rows as plain values (no model instance per row: at a million
-#: rows the instances cost more than the query).
-UNIT_VALUES = (
-    "id",
-    "digest",
-    "partition",
-    "state",
-    "observation_id",
-    "tuple_id",
-    "tuple__sampling_stratum",
-    "tuple__inclusion_probability",
-    *(f"observation__query__{name}" for name in mapping.QUERY_FIELDS),
-    *(f"observation__pipeline__{name}" for name in mapping.PIPELINE_FIELDS),
-    *(f"observation__answer__{name}" for name in mapping.ANSWER_FIELDS),
-    *(f"tuple__source__{name}" for name in mapping.SOURCE_FIELDS),
-)
-
-
-_KEYS: dict[tuple[str, Sequence[str]], tuple[tuple[str, str], ...]] = {}
-
-
-def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
-    """An archive row as the mapping functions of audit.archive.mapping read it (attributes)."""
-    keys = _KEYS.get((prefix, names))
-    if keys is None:
-        keys = _KEYS[prefix, names] = tuple((name, prefix + name) for name in names)
-    return SimpleNamespace(**{name: values[key] for name, key in keys})
-
-
-def _contents(study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
-    """The content of each unit of a chunk, through audit.archive.mapping (so a
-    release carries exactly what a record built elsewhere carries); an answer unit's
-    sources take one more query for the whole chunk."""
-    by_observation: dict[int, list[dict[str, Any]]] = {}
-    if study.codebook.unit != CodebookUnit.TUPLE:
-        rows = (
-            Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
-            .order_by("observation_id", "position", "id")
-            .values("observation_id", *(f"source__{name}" for name in mapping.SOURCE_FIELDS))
-        )
-        for row in rows:
-            by_observation.setdefault(row["observation_id"], []).append(
-                mapping.source_as_dict(_row(row, "source__", mapping.SOURCE_FIELDS))
-            )
-    contents = {}
-    for unit in units:
-        if unit["tuple_id"] is not None:
-            sources = [mapping.source_as_dict(_row(unit, "tuple__source__", mapping.SOURCE_FIELDS))]
-            sampling = _sampling(
-                unit["tuple__sampling_stratum"], unit["tuple__inclusion_probability"]
-            )
-        else:
-            sources = by_observation.get(unit["observation_id"], [])
-            sampling = None
-        contents[unit["id"]] = UnitContent(
-            unit_id=unit["id"],
-            codebook_unit=study.codebook.unit,
-            digest=unit["digest"],
-            query=mapping.query_as_dict(_row(unit, "observation__query__", mapping.QUERY_FIELDS)),
-            pipeline=mapping.pipeline_as_dict(
-                _row(unit, "observation__pipeline__", mapping.PIPELINE_FIELDS)
-            ),
-            answer=mapping.answer_as_dict(
-                _row(unit, "observation__answer__", mapping.ANSWER_FIELDS)
-            ),
-            sources=sources,
-            sampling=sampling,
-        )
-    return contents
-
-
 _LABEL_FIELDS = (
     "id",
     "unit_id",
@@ -401,6 +324,9 @@ def bundle_write(
 
     label_cutoff = Label.objects.filter(study=study).aggregate(top=Max("id"))["top"] or 0
     ledger_cutoff = LedgerEntry.objects.filter(study=study).aggregate(top=Max("seq"))["top"] or 0
+    # The whole chain's head, carried out of the database by every release: a copy kept
+    # elsewhere that `verify_ledger --expect` checks the chain against.
+    head = ledger_head()
     gate = StudyGate.objects.filter(study=study).first()
     reached = gate.reached if gate else None
     freeze = StudyFreeze.objects.filter(study=study).first()
@@ -474,6 +400,7 @@ def bundle_write(
         "claim_boundary": boundary,
         "gate": gate.report if gate else None,
         "checker_version": CHECKER_VERSION,
+        "ledger_head": head.as_dict(),
         "frozen": freeze is not None,
         "freeze": None
         if freeze is None
@@ -538,6 +465,7 @@ def bundle_write(
         "codebook": f"{codebook.name} {codebook.version}",
         "codebook_digest": codebook.digest,
         "checker_version": CHECKER_VERSION,
+        "ledger_head": str(head),
         "label_dates": (
             mapping.format_instant(tally.first),
             mapping.format_instant(tally.last),
@@ -575,7 +503,7 @@ def _write_chunk(
     tally: _Tally,
     withheld: rf.Withheld,
 ) -> None:
-    contents = _contents(study, chunk)
+    contents = unit_contents_of(study=study, units=chunk)
     by_unit: dict[int, list[dict[str, Any]]] = {}
     labels = Label.objects.filter(
         unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff

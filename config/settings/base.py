@@ -1,6 +1,9 @@
 """Settings shared by every environment, read from the environment.
 
-DATABASE_URL       default: an SQLite file next to manage.py (the embedded default)
+DATABASE_URL       default: an SQLite file next to manage.py (the embedded default); on
+                   PostgreSQL the app's own login, not the tables' owner
+MIGRATE_DATABASE_URL  not read here: the owner's URL, which `make migrate` puts in
+                   DATABASE_URL for `migrate` and `db_app_role` (docs/guide-admin.md)
 CELERY_BROKER_URL  unset: Celery runs tasks eagerly in the web process
 CACHE_URL          redis://… shared by every web process (rate limits); unset: local memory,
                    for the embedded default only (production.py refuses it)
