@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 #: Tables whose rows are history: written once, never changed or removed.
-HISTORY = ("annotator_label", "audit_ledgerentry", "audit_studyfreeze")
+HISTORY = ("annotator_label", "annotator_labelsight", "audit_ledgerentry", "audit_studyfreeze")
 #: Archive rows: written by imports, never edited (row triggers) nor removed by the app.
 ARCHIVE = ("audit_query", "audit_pipeline", "audit_answersnapshot", "audit_sourcesnapshot")
 #: The ledger head: one row, moved forward by every append.

@@ -42,6 +42,6 @@ RULES = NO_TRUNCATE + HEAD
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0013_partition_state")]
+    dependencies = [("audit", "0015_gate_refresh")]
 
     operations = [migrations.RunPython(install(*RULES), uninstall(*RULES))]
