@@ -91,7 +91,11 @@ class Immutable:
                 function = f"{self.name(operation)}_fn"
                 statements.append(
                     _PG_FUNCTION.format(
-                        name=function, condition=self.when or "TRUE", reason=self.reason
+                        name=function,
+                        condition=self.when or "TRUE",
+                        # Inside a quoted literal of a RAISE format: quotes doubled, and
+                        # a percent sign would be taken for a placeholder.
+                        reason=self.reason.replace("'", "''").replace("%", "%%"),
                     )
                 )
                 level = "STATEMENT" if operation == "TRUNCATE" else "ROW"

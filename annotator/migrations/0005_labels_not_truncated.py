@@ -15,7 +15,7 @@ RULES = (
     Immutable(
         "annotator_labelsight",
         operations=("TRUNCATE",),
-        reason="who has seen which unit's labels is kept for good (blinding)",
+        reason="the record of who has seen the labels of a unit is kept for good (blinding)",
     ),
 )
 
