@@ -23,8 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    IntegerField,
+    Max,
+    Q,
+    QuerySet,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import RowNumber
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import label_record
@@ -97,45 +109,49 @@ def _verdict_of(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _later_of(kind: str) -> QuerySet[Label]:
-    """Labels of ``kind`` on the outer label's unit that come after it ((revision, id))."""
-    later = Q(revision__gt=OuterRef("revision")) | Q(
-        revision=OuterRef("revision"), id__gt=OuterRef("id")
-    )
-    return Label.objects.filter(unit=OuterRef("unit"), kind=kind).filter(later)
-
-
-def _adjudicated(unit_ref: str = "unit") -> Exists:
-    return Exists(Label.objects.filter(unit=OuterRef(unit_ref), kind=LabelKind.ADJUDICATED))
+def _first_of(labels: QuerySet[Label], partition_by: list[Any], order_by: list[Any]) -> Any:
+    """The ids of the first label of each ``partition_by`` group in ``order_by`` order:
+    one window over the labels (a scan and a sort, linear whatever plan is chosen)."""
+    ranked = labels.annotate(
+        rank=Window(RowNumber(), partition_by=partition_by, order_by=order_by)
+    ).filter(rank=1)
+    return ranked.values("id")
 
 
 def final_labels(*, study: Study) -> QuerySet[Label]:
     """Each unit's final record: its latest adjudicated label, else the latest consensus
     label of a unit that is still agreed (a consensus left behind by a later revision that
-    broke the agreement is not final). Anti-joins on the (unit, kind) index."""
-    adjudicated = Q(kind=LabelKind.ADJUDICATED) & ~Exists(_later_of(LabelKind.ADJUDICATED))
-    consensus = (
-        Q(kind=LabelKind.CONSENSUS, unit__state=UnitState.AGREED)
-        & ~Exists(_later_of(LabelKind.CONSENSUS))
-        & ~_adjudicated()
+    broke the agreement is not final). One window over the unit's adjudicated and
+    consensus labels, adjudicated first, latest first."""
+    adjudicated_first = Case(
+        When(kind=LabelKind.ADJUDICATED, then=Value(1)),
+        default=Value(0),
+        output_field=IntegerField(),
     )
-    return Label.objects.filter(study=study).filter(adjudicated | consensus)
+    first = _first_of(
+        Label.objects.filter(study=study, kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS)),
+        partition_by=[F("unit_id")],
+        order_by=[adjudicated_first.desc(), F("revision").desc(), F("id").desc()],
+    )
+    return Label.objects.filter(id__in=first).filter(
+        Q(kind=LabelKind.ADJUDICATED) | Q(unit__state=UnitState.AGREED)
+    )
 
 
 def independent_head_labels(*, study: Study) -> QuerySet[Label]:
     """Each annotator's latest independent revision on each unit."""
-    later = Label.objects.filter(
-        unit=OuterRef("unit"),
-        annotator=OuterRef("annotator"),
-        kind=LabelKind.INDEPENDENT,
-        revision__gt=OuterRef("revision"),
+    first = _first_of(
+        Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT),
+        partition_by=[F("unit_id"), F("annotator_id")],
+        order_by=[F("revision").desc(), F("id").desc()],
     )
-    return Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT).filter(~Exists(later))
+    return Label.objects.filter(id__in=first)
 
 
-def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> tuple[GroupRow, ...]:
-    """``labels`` counted in SQL by partition, source role or verdicts, and ledger outcome
-    (one grouped query: a study's size changes the counts, never the rows fetched)."""
+def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> list[tuple[GroupRow, str]]:
+    """``labels`` counted in SQL by partition, unit state, source role or verdicts, and
+    ledger outcome (one grouped query: a study's size changes the counts, never the rows
+    fetched); each group with its units' state."""
     if is_tuple:
         keys = {"role": KeyTransform("source_role", "annotation")}
     else:
@@ -149,6 +165,7 @@ def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> tuple[GroupRow, ...]:
         labels.annotate(part=F("unit__partition"), **keys)
         .values(
             "part",
+            "unit__state",
             *keys,
             "ledger_entry__ok",
             "ledger_entry__endpoint",
@@ -168,16 +185,26 @@ def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> tuple[GroupRow, ...]:
                 short_circuit=row["ledger_entry__short_circuit"],
                 action=row["ledger_entry__action"],
             )
-        groups.append(
-            GroupRow(
-                partition=row["part"] or UNASSIGNED,
-                source_role=_role_of(row.get("role")),
-                outcome=outcome,
-                records=row["n"],
-                verdicts=() if is_tuple else tuple(_verdict_of(row[f"v_{n}"]) for n in VERDICTS),
-            )
+        group = GroupRow(
+            partition=row["part"] or UNASSIGNED,
+            source_role=_role_of(row.get("role")),
+            outcome=outcome,
+            records=row["n"],
+            verdicts=() if is_tuple else tuple(_verdict_of(row[f"v_{n}"]) for n in VERDICTS),
         )
-    return tuple(groups)
+        groups.append((group, row["unit__state"]))
+    return groups
+
+
+def _merged(groups: Iterable[GroupRow]) -> tuple[GroupRow, ...]:
+    """Groups that differ only by their units' state, as one."""
+    records: Counter[tuple[str, str, Outcome | None, tuple[bool | None, ...]]] = Counter()
+    for g in groups:
+        records[(g.partition, g.source_role, g.outcome, g.verdicts)] += g.records
+    return tuple(
+        GroupRow(partition, role, outcome, count, verdicts)
+        for (partition, role, outcome, verdicts), count in records.items()
+    )
 
 
 def outcomes_fetch(*, study: Study) -> OutcomeData:
@@ -185,23 +212,21 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
     heads by partition, role and outcome), whatever the size of the study."""
     definition = study.codebook.definition or {}
     is_tuple = study.codebook.unit == CodebookUnit.TUPLE
-    has_final = _adjudicated("pk") | (
-        Q(state=UnitState.AGREED)
-        & Exists(Label.objects.filter(unit=OuterRef("pk"), kind=LabelKind.CONSENSUS))
-    )
     units: Counter[str] = Counter()
-    awaiting: dict[str, dict[str, int]] = {}
+    by_state: Counter[tuple[str, str]] = Counter()
     for row in (
-        Unit.objects.filter(study=study)
-        .values("partition", "state")
-        .annotate(n=Count("id"), open=Count("id", filter=~has_final))
-        .order_by()
-    ):
+        Unit.objects.filter(study=study).values("partition", "state").annotate(n=Count("id"))
+    ).order_by():
         partition = row["partition"] or UNASSIGNED
         units[partition] += row["n"]
-        if row["open"]:
-            by_state = awaiting.setdefault(partition, {})
-            by_state[row["state"]] = by_state.get(row["state"], 0) + row["open"]
+        by_state[(partition, row["state"])] += row["n"]
+    final = _groups(final_labels(study=study), is_tuple=is_tuple)
+    for group, state in final:  # a unit has at most one final record
+        by_state[(group.partition, state)] -= group.records
+    awaiting: dict[str, dict[str, int]] = {}
+    for (partition, state), count in sorted(by_state.items()):
+        if count:
+            awaiting.setdefault(partition, {})[state] = count
     roles = tuple(
         (role["key"], role.get("label") or role["key"])
         for role in definition.get("source_roles") or ()
@@ -213,8 +238,10 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
         source_roles=roles,
         units=dict(units),
         awaiting=awaiting,
-        final=_groups(final_labels(study=study), is_tuple=is_tuple),
-        independent=_groups(independent_head_labels(study=study), is_tuple=is_tuple),
+        final=_merged(group for group, _ in final),
+        independent=_merged(
+            group for group, _ in _groups(independent_head_labels(study=study), is_tuple=is_tuple)
+        ),
     )
 
 
