@@ -120,13 +120,21 @@ def _recording() -> Iterator[list[tuple[str, Any]]]:
 def _rows_produced(statements: list[tuple[str, Any]]) -> float:
     total = 0.0
     with connection.cursor() as cursor:
-        for sql, params in statements:
-            if not sql.lstrip().upper().startswith("SELECT") or "FOR UPDATE" in sql.upper():
-                continue
-            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-            plan = cursor.fetchone()[0]
-            plan = json.loads(plan) if isinstance(plan, str) else plan
-            total += _plan_rows(plan[0]["Plan"])
+        # Rows a query's shape produces, not a guess of the planner's: on tables this
+        # small it may pick a nested loop that rescans one per outer row, and how it
+        # guesses depends on what ran before. A join that multiplies rows multiplies them
+        # in a hash or merge join too, so the budget still catches it.
+        cursor.execute("SET enable_nestloop = off")
+        try:
+            for sql, params in statements:
+                if not sql.lstrip().upper().startswith("SELECT") or "FOR UPDATE" in sql.upper():
+                    continue
+                cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+                plan = cursor.fetchone()[0]
+                plan = json.loads(plan) if isinstance(plan, str) else plan
+                total += _plan_rows(plan[0]["Plan"])
+        finally:
+            cursor.execute("RESET enable_nestloop")
     return total
 
 
