@@ -306,3 +306,16 @@ def _flush_despite_append_only_triggers():
     TransactionTestCase._fixture_teardown = teardown
     yield
     TransactionTestCase._fixture_teardown = original
+
+
+@pytest.fixture(autouse=True)
+def _fresh_local_cache():
+    """Each test starts with an empty local-memory cache (the embedded default and CI's
+    web processes in one pytest process): the submit limit's log and the debounce marks
+    are keyed by ids that a database hands out again after a test's rollback. A shared
+    cache (CACHE_URL) is never cleared here."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()
