@@ -94,7 +94,7 @@ class Immutable:
                         name=function,
                         condition=self.when or "TRUE",
                         # Inside a quoted literal of a RAISE format: quotes doubled, and
-                        # a percent sign would be taken for a placeholder.
+                        # a percent sign would be read as a format argument.
                         reason=self.reason.replace("'", "''").replace("%", "%%"),
                     )
                 )

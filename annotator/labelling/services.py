@@ -129,7 +129,7 @@ def _sights_insert_select(
     select, params = units.order_by().values(sighted_unit=F("pk")).query.sql_with_params()
     table = connection.ops.quote_name(LabelSight._meta.db_table)
     # Every SELECT feeding an upsert needs a WHERE on SQLite (its parser would read ON as a
-    # join); the placeholders are the backend's (%s for both). Only the table name and
+    # join); query parameters are marked %s on both backends. Only the table name and
     # the compiled SELECT are interpolated; every value is a parameter.
     sql = (
         f"INSERT INTO {table} (user_id, unit_id, via, seen_at) "  # noqa: S608
