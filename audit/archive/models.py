@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 DIGEST_LENGTH = 64
 
@@ -31,12 +31,14 @@ class AnswerStatus(models.TextChoices):
 class CodebookUnit(models.TextChoices):
     TUPLE = "tuple", "Tuple (query, source, answer)"
     ANSWER = "answer", "Answer with all of its sources"
+    ANSWER_PAIR = "answer_pair", "Two answers to one query: evaluated and baseline"
+    QUERY_DOCUMENTS = "query_documents", "A query with its retrieved documents in rank order"
 
 
 class Codebook(models.Model):
     name = models.CharField(max_length=100)
     version = models.CharField(max_length=50)
-    unit = models.CharField(max_length=10, choices=CodebookUnit.choices)
+    unit = models.CharField(max_length=20, choices=CodebookUnit.choices)
     title = models.CharField(max_length=200)
     definition = models.JSONField(help_text="The codebook file's JSON value, as loaded.")
     digest = models.CharField(max_length=DIGEST_LENGTH, unique=True)
@@ -267,7 +269,10 @@ class Partition(models.TextChoices):
 
 class Unit(models.Model):
     """What one annotator labels once, as the study's codebook says: a tuple
-    (``source-risk``) or a complete answer with all of its sources (``answer-claims``).
+    (``source-risk``), a complete answer with all of its sources (``answer-claims``), a
+    pair of answers to one query (``answer_pair``: ``observation`` is the evaluated
+    answer, ``baseline`` the baseline's) or a query with its documents
+    (``query_documents``: the observation's sources in rank order).
 
     ``assigned_count`` is kept beside the assignments so that the queue can find a unit
     with a free slot through an index instead of counting rows for every request.
@@ -276,6 +281,14 @@ class Unit(models.Model):
     # No index of its own: unit_unique_in_study (study, digest) and unit_queue lead with it.
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="units", db_index=False)
     observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="units")
+    baseline = models.ForeignKey(
+        Observation,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="baseline_units",
+        help_text="answer_pair units only: the baseline's observation.",
+    )
     tuple = models.OneToOneField(
         Tuple, null=True, blank=True, on_delete=models.CASCADE, related_name="unit"
     )
@@ -298,6 +311,10 @@ class Unit(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "digest"], name="unit_unique_in_study"),
+            models.CheckConstraint(
+                condition=Q(baseline__isnull=True) | ~Q(baseline=F("observation")),
+                name="unit_baseline_not_itself",
+            ),
         ]
         indexes = [
             models.Index(fields=["study", "assigned_count", "id"], name="unit_queue"),

@@ -12,14 +12,21 @@ from types import SimpleNamespace
 from typing import Any
 
 from audit.archive import mapping
-from audit.archive.models import CodebookUnit, Study, Tuple, Unit
+from audit.archive.models import CodebookUnit, Observation, Study, Tuple, Unit
 from audit.contract.digests import seal_record
+from audit.contract.structure import snapshot_texts
 from audit.contract.texts import text_problem
 
 
 @dataclass(frozen=True)
 class UnitContent:
-    """Everything a form or a record needs about a unit, as the format's plain dicts."""
+    """Everything a form or a record needs about a unit, as the format's plain dicts.
+
+    By unit kind: a tuple's one source; an answer's sources in answer order; an answer
+    pair's evaluated answer (``answer``, ``pipeline``, ``sources``) and its ``baseline``
+    (``{pipeline, answer, sources}``), which a form shows in an order of its own and never
+    labels as evaluated or baseline; a query_documents unit's ``documents`` (its sources
+    in rank order)."""
 
     unit_id: int
     codebook_unit: str
@@ -29,10 +36,28 @@ class UnitContent:
     answer: dict[str, Any]
     sources: list[dict[str, Any]]
     sampling: dict[str, Any] | None
+    baseline: dict[str, Any] | None = None
 
     @property
     def source(self) -> dict[str, Any]:
         return self.sources[0]
+
+    @property
+    def documents(self) -> list[dict[str, Any]]:
+        """A query_documents unit's documents, rank 1 first."""
+        return self.sources
+
+    @property
+    def texts(self) -> dict[str, str]:
+        """The texts evidence spans may cite, by snapshot name (``query``, ``answer``,
+        ``source``, ``source:N``, ``baseline``, ``document:N``, as the kind has them)."""
+        return snapshot_texts(
+            self.codebook_unit,
+            query=self.query,
+            answer=self.answer,
+            sources=self.sources,
+            baseline=self.baseline,
+        )
 
 
 def _sampling_of(stratum: str | None, probability: float | None) -> dict[str, Any] | None:
@@ -45,21 +70,49 @@ def _sampling(row: Tuple) -> dict[str, Any] | None:
     return _sampling_of(row.sampling_stratum, row.inclusion_probability)
 
 
+def _source_order(kind: str) -> tuple[str, ...]:
+    """A unit's sources in answer order; a query_documents unit's documents in rank order
+    (every one of them has a rank: the import refuses an unranked one)."""
+    if kind == CodebookUnit.QUERY_DOCUMENTS:
+        return ("observation_id", "source__rank", "position", "id")
+    return ("observation_id", "position", "id")
+
+
 def unit_content(*, unit: Unit) -> UnitContent:
-    """Three queries: the unit with its tuple and archive rows, then (answer units) the
-    answer's tuples with their sources."""
+    """Two queries: the unit with its tuple and archive rows (and its baseline's, for an
+    answer pair), then (all but tuple units) the observations' tuples with their sources."""
     unit = Unit.objects.select_related(
         "study__codebook",
         "tuple__source",
         "observation__query",
         "observation__pipeline",
         "observation__answer",
+        "baseline__pipeline",
+        "baseline__answer",
     ).get(pk=unit.pk)
     observation = unit.observation
+    kind = unit.study.codebook.unit
+    baseline = None
     if unit.tuple is not None:
         tuples = [unit.tuple]
     else:
-        tuples = list(observation.tuples.select_related("source").order_by("position", "id"))
+        wanted = [observation.pk] if unit.baseline is None else [observation.pk, unit.baseline_id]
+        rows = list(
+            Tuple.objects.filter(observation_id__in=wanted)
+            .select_related("source")
+            .order_by(*_source_order(kind))
+        )
+        tuples = [row for row in rows if row.observation_id == observation.pk]
+        if unit.baseline is not None:
+            baseline = {
+                "pipeline": mapping.pipeline_as_dict(unit.baseline.pipeline),
+                "answer": mapping.answer_as_dict(unit.baseline.answer),
+                "sources": [
+                    mapping.source_as_dict(row.source)
+                    for row in rows
+                    if row.observation_id == unit.baseline_id
+                ],
+            }
     return UnitContent(
         unit_id=unit.pk,
         codebook_unit=unit.study.codebook.unit,
@@ -69,6 +122,7 @@ def unit_content(*, unit: Unit) -> UnitContent:
         answer=mapping.answer_as_dict(observation.answer),
         sources=[mapping.source_as_dict(row.source) for row in tuples],
         sampling=_sampling(unit.tuple) if unit.tuple is not None else None,
+        baseline=baseline,
     )
 
 
@@ -80,6 +134,7 @@ UNIT_VALUES = (
     "partition",
     "state",
     "observation_id",
+    "baseline_id",
     "tuple_id",
     "tuple__sampling_stratum",
     "tuple__inclusion_probability",
@@ -103,14 +158,17 @@ def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNam
 
 def unit_contents_of(*, study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:
     """The content of each unit of a chunk (rows of :data:`UNIT_VALUES`, all of ``study``),
-    through audit.archive.mapping, exactly what :func:`unit_content` gives one unit; an
-    answer unit's sources take one more query for the whole chunk. Releases and
-    ``verify_ledger`` rebuild records from it in bulk."""
+    through audit.archive.mapping, exactly what :func:`unit_content` gives one unit; the
+    sources of the chunk's other kinds take one more query, and answer pairs' baselines
+    one more. Releases and ``verify_ledger`` rebuild records from it in bulk."""
     by_observation: dict[int, list[dict[str, Any]]] = {}
-    if study.codebook.unit != CodebookUnit.TUPLE:
+    kind = study.codebook.unit
+    baselines = _baselines_of(units) if kind == CodebookUnit.ANSWER_PAIR else {}
+    if kind != CodebookUnit.TUPLE:
+        wanted = [u["observation_id"] for u in units] + list(baselines)
         rows = (
-            Tuple.objects.filter(observation_id__in=[u["observation_id"] for u in units])
-            .order_by("observation_id", "position", "id")
+            Tuple.objects.filter(observation_id__in=wanted)
+            .order_by(*_source_order(kind))
             .values("observation_id", *(f"source__{name}" for name in mapping.SOURCE_FIELDS))
         )
         for row in rows:
@@ -140,8 +198,33 @@ def unit_contents_of(*, study: Study, units: Sequence[dict[str, Any]]) -> dict[i
             ),
             sources=sources,
             sampling=sampling,
+            baseline=(
+                {
+                    **baselines[unit["baseline_id"]],
+                    "sources": by_observation.get(unit["baseline_id"], []),
+                }
+                if unit["baseline_id"] is not None
+                else None
+            ),
         )
     return contents
+
+
+def _baselines_of(units: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """``{observation id: {pipeline, answer}}`` of the chunk's baselines, one query."""
+    ids = {unit["baseline_id"] for unit in units if unit["baseline_id"] is not None}
+    rows = Observation.objects.filter(pk__in=ids).values(
+        "id",
+        *(f"pipeline__{name}" for name in mapping.PIPELINE_FIELDS),
+        *(f"answer__{name}" for name in mapping.ANSWER_FIELDS),
+    )
+    return {
+        row["id"]: {
+            "pipeline": mapping.pipeline_as_dict(_row(row, "pipeline__", mapping.PIPELINE_FIELDS)),
+            "answer": mapping.answer_as_dict(_row(row, "answer__", mapping.ANSWER_FIELDS)),
+        }
+        for row in rows
+    }
 
 
 def record_body(
@@ -161,11 +244,17 @@ def record_body(
         "pipeline": content.pipeline,
         "answer": content.answer,
     }
-    if content.codebook_unit == CodebookUnit.TUPLE:
+    kind = content.codebook_unit
+    if kind == CodebookUnit.TUPLE:
         record["source"] = content.source
         record["tuple_digest"] = content.digest
+    elif kind == CodebookUnit.QUERY_DOCUMENTS:
+        record["documents"] = content.documents
+        record["unit_digest"] = content.digest
     else:
         record["sources"] = content.sources
+        if kind == CodebookUnit.ANSWER_PAIR:
+            record["baseline"] = content.baseline
         record["unit_digest"] = content.digest
     record["sampling"] = content.sampling
     record["annotation"] = annotation

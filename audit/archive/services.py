@@ -32,7 +32,10 @@ from audit.contract import codebook_from_dict, codes, parse_observation_file
 from audit.contract.canonical import canonical_digest
 from audit.contract.digests import (
     answer_identity_text,
+    answer_pair_digest,
+    document_order,
     pipeline_identity_text,
+    query_documents_digest,
     query_identity_text,
     text_digest,
     unit_digest_from_parts,
@@ -180,11 +183,13 @@ def _observations_import(study: Study, batch: ImportBatch, reader: HashingReader
         batch.status = ImportStatus.IMPORTED
         batch.lines = line_count
         batch.save()
-        created_observations, created_tuples, existing_tuples = _store(study, batch, units)
+        created_observations, created_tuples, existing_tuples, created_pairs = _store(
+            study, batch, units, parsed.pairs
+        )
         batch.observations_created = created_observations
         batch.tuples_created = created_tuples
         batch.tuples_existing = existing_tuples
-        if created_observations == 0 and created_tuples == 0:
+        if created_observations == 0 and created_tuples == 0 and created_pairs == 0:
             batch.status = ImportStatus.UNCHANGED
         batch.save()
     return batch
@@ -310,7 +315,17 @@ _TUPLE_UNIT = (
 )
 
 
-def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[int, int, int]:
+def _store(
+    study: Study,
+    batch: ImportBatch,
+    units: Sequence[_Unit],
+    pairs: Sequence[tuple[int, int]] = (),
+) -> tuple[int, int, int, int]:
+    """Write the new archive rows, observations, tuples and units; return the counts of
+    new observations, new tuples, tuples already present and new answer pairs.
+
+    ``pairs``: ``(evaluated, baseline)`` positions in ``units`` (an ``answer_pair`` file);
+    a pair's unit is created even when both of its observations were imported before."""
     # The first file of a study finds nothing: two cheap probes spare the look-ups.
     existing_units = (
         bulk.ids_by(Observation, "unit_digest", [u.digest for u in units], study_id=study.pk)
@@ -329,7 +344,8 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
     )
     new_units = [unit for unit in units if unit.digest not in existing_units]
     if not new_units:
-        return 0, 0, len(existing_tuples)
+        created_pairs = _create_pair_units(study, units, pairs, existing_units)
+        return 0, 0, len(existing_tuples), created_pairs
 
     # One pass over the new units: each archive row once per key (a file may repeat a
     # query, a pipeline or a source), and each unit's keys in file order.
@@ -423,7 +439,8 @@ def _store(study: Study, batch: ImportBatch, units: Sequence[_Unit]) -> tuple[in
                 )
             )
     _create_units(study, new_units, observation_ids, tuple_rows)
-    return len(new_units), len(tuple_rows), len(existing_tuples)
+    created_pairs = _create_pair_units(study, units, pairs, {**existing_units, **observation_ids})
+    return len(new_units), len(tuple_rows), len(existing_tuples), created_pairs
 
 
 def _create_units(
@@ -434,17 +451,82 @@ def _create_units(
 ) -> None:
     """Store the new tuples and the units of annotation the study's codebook asks for:
     every new tuple (``source-risk``: inserted together with the tuples, without their
-    ids travelling back), or every new complete answer (``answer-claims``; a failed
-    attempt has nothing to judge and no verdicts)."""
-    if study.codebook.unit == CodebookUnit.TUPLE:
+    ids travelling back), every new complete answer (``answer-claims``; a failed
+    attempt has nothing to judge and no verdicts), or every new answer with at least one
+    document (``query_documents``: a query that retrieved nothing has no document to
+    grade; it stays an observation, counted apart). ``answer_pair`` units are made from
+    pairs of observations (:func:`_create_pair_units`)."""
+    kind = study.codebook.unit
+    if kind == CodebookUnit.TUPLE:
         bulk.insert_rows(Tuple, _TUPLE_COLUMNS, tuple_rows, returning=None, derived=_TUPLE_UNIT)
         return
     bulk.insert_rows(Tuple, _TUPLE_COLUMNS, tuple_rows, returning=None)
-    rows = [
-        (study.pk, observation_ids[unit.digest], unit.digest)
-        for unit in new_units
-        if unit.answer["status"] == AnswerStatus.COMPLETE
-    ]
+    if kind == CodebookUnit.ANSWER_PAIR:
+        return
+    if kind == CodebookUnit.QUERY_DOCUMENTS:
+        planned = {
+            _documents_digest(unit): observation_ids[unit.digest]
+            for unit in new_units
+            if unit.answer["status"] == AnswerStatus.COMPLETE and unit.sources
+        }
+        # The same documents of the same observation may already be a unit (a file
+        # naming them in another source order gives another observation).
+        existing = bulk.ids_by(Unit, "digest", list(planned), study_id=study.pk)
+        rows = [
+            (study.pk, observation_id, digest)
+            for digest, observation_id in planned.items()
+            if digest not in existing
+        ]
+    else:
+        rows = [
+            (study.pk, observation_ids[unit.digest], unit.digest)
+            for unit in new_units
+            if unit.answer["status"] == AnswerStatus.COMPLETE
+        ]
     bulk.insert_rows(
         Unit, ("study_id", "observation_id", "digest"), rows, returning=None, study_id=study.pk
     )
+
+
+def _documents_digest(unit: _Unit) -> str:
+    """The ``query_documents`` unit digest of an observation: its sources in rank order."""
+    observation = unit.observation
+    return query_documents_digest(
+        query=observation["query"],
+        answer=unit.answer,
+        document_digests=[unit.sources[index]["digest"] for index in document_order(unit.sources)],
+        pipeline=observation["pipeline"],
+    )
+
+
+def _create_pair_units(
+    study: Study,
+    units: Sequence[_Unit],
+    pairs: Sequence[tuple[int, int]],
+    observation_ids: dict[str, int],
+) -> int:
+    """One ``answer_pair`` unit per pair not yet in the study: the evaluated observation
+    and its baseline's (``observation_ids`` by observation unit digest); returns how many
+    were created."""
+    if not pairs:
+        return 0
+    planned = {}
+    for evaluated, baseline in pairs:
+        first = units[evaluated].digest
+        second = units[baseline].digest
+        digest = answer_pair_digest(evaluated=first, baseline=second)
+        planned[digest] = (observation_ids[first], observation_ids[second])
+    existing = bulk.ids_by(Unit, "digest", list(planned), study_id=study.pk)
+    rows = [
+        (study.pk, evaluated, baseline, digest)
+        for digest, (evaluated, baseline) in planned.items()
+        if digest not in existing
+    ]
+    bulk.insert_rows(
+        Unit,
+        ("study_id", "observation_id", "baseline_id", "digest"),
+        rows,
+        returning=None,
+        study_id=study.pk,
+    )
+    return len(rows)

@@ -24,6 +24,17 @@ INVALID_TEXT = "invalid_text"  # a NUL or an unpaired surrogate in a string or k
 TOO_DEEP = "too_deep"  # arrays or objects nested deeper than audit.contract.texts.MAX_DEPTH
 FILE_TOO_LARGE = "file_too_large"  # (line 0) the file is larger than one import allows
 
+# --- unit kinds: pairs of answers (answer_pair) and ranked documents (query_documents) ---
+DUPLICATE_OBSERVATION_ID = "duplicate_observation_id"  # two lines of a file share an id
+BASELINE_UNKNOWN = "baseline_unknown"  # baseline names no line of the file
+PAIR_SAME_ANSWER = "pair_same_answer"  # a line is its own baseline, or both are one snapshot
+PAIR_QUERY_MISMATCH = "pair_query_mismatch"  # the two answers answer different queries
+PAIR_SETTING_MISMATCH = "pair_setting_mismatch"  # observed under different conditions
+PAIR_ANSWER_FAILED = "pair_answer_failed"  # a failed attempt cannot be compared
+PAIR_UNPAIRED = "pair_unpaired"  # a complete answer of an answer_pair file in no pair
+DOCUMENT_UNRANKED = "document_unranked"  # a query_documents source without a rank
+DOCUMENT_RANK_REPEATED = "document_rank_repeated"  # two sources of one answer share a rank
+
 # --- stage 1: required fields and digests --------------------------------------------
 MISSING_FIELD = "missing_field"
 UNKNOWN_FIELD = "unknown_field"

@@ -197,6 +197,43 @@ def unit_digest_from_parts(
     )
 
 
+def answer_pair_digest(*, evaluated: str, baseline: str) -> str:
+    """The identity of an ``answer_pair`` unit: the unit digests (:func:`unit_digest`) of
+    its evaluated observation and of its baseline observation, in those roles. Swapping
+    the roles gives another pair, another digest."""
+    return canonical_digest({"unit": "answer_pair", "evaluated": evaluated, "baseline": baseline})
+
+
+def document_order(sources: Iterable[Mapping[str, Any]]) -> list[int]:
+    """Positions of an observation's sources in rank order (rank 1 first): the documents
+    of a ``query_documents`` unit. Every rank must be an integer (the import refuses an
+    unranked source in such a study); equal ranks cannot occur there either."""
+    listed = list(sources)
+    return sorted(range(len(listed)), key=lambda index: listed[index]["rank"])
+
+
+def query_documents_digest(
+    *,
+    query: Mapping[str, Any],
+    answer: Mapping[str, Any],
+    document_digests: Iterable[str],
+    pipeline: Mapping[str, Any],
+) -> str:
+    """The identity of a ``query_documents`` unit: the query identity, the observation's
+    answer snapshot (all fields but its text: which system retrieved, when, how), the
+    digests of its documents in rank order and the pipeline configuration. The same
+    documents retrieved by another system or at another time are another unit."""
+    return canonical_digest(
+        {
+            "unit": "query_documents",
+            "query": query_identity(query),
+            "answer": answer_identity(answer),
+            "document_digests": list(document_digests),
+            "pipeline": pipeline_identity(pipeline),
+        }
+    )
+
+
 def record_digest(record: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical record minus its own ``record_digest`` field."""
     body = {key: value for key, value in record.items() if key != "record_digest"}

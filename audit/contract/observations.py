@@ -54,6 +54,12 @@ MAX_ERRORS = 1_000
 
 _OBSERVATION = ("query", "pipeline", "answer", "sources")
 _OBSERVATION_SET = frozenset(_OBSERVATION)
+#: A line's name in its file (``id``) and, in an ``answer_pair`` file, the name of the
+#: line holding its baseline answer (``baseline``). Neither is stored: they only pair lines.
+_OBSERVATION_OPTIONAL = frozenset({"id", "baseline"})
+#: What must agree between the two answers of a pair besides the query: the observation
+#: conditions (docs/import-format.md, "Pairs of answers").
+PAIR_SETTING = ("region", "language", "login", "personalization")
 _HEADER = ("claimgate", "format_version", "codebook")
 _HEADER_SET = frozenset(_HEADER)
 _CODEBOOK_REF = ("name", "version")
@@ -88,6 +94,9 @@ class ObservationFile:
     observations: list[dict[str, Any]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
+    #: ``answer_pair`` files: ``(evaluated, baseline)`` positions in ``observations``, in
+    #: the order of the evaluated lines.
+    pairs: list[tuple[int, int]] = field(default_factory=list)
     #: Every line error, also those past ``max_errors`` that were not kept in ``errors``.
     error_count: int = 0
     max_errors: int = MAX_ERRORS
@@ -207,8 +216,12 @@ def _header(
     return header, codebook
 
 
-def check_observation(value: Any) -> list[str]:
+def check_observation(value: Any, unit: str | None = None) -> list[str]:
     """Structure and digests of one observation; returns its tuple digests in source order.
+
+    ``unit``: the unit kind of the file's codebook, when known. ``baseline`` is a field of
+    ``answer_pair`` files only; in a ``query_documents`` file every source of a complete
+    answer has a rank of its own (its documents are its sources in rank order).
 
     Raises :class:`ContractError` for the first problem. The same validators check the
     query, pipeline, answer and source objects of records.
@@ -221,9 +234,19 @@ def check_observation(value: Any) -> list[str]:
     failed = type(answer) is dict and answer.get("status") == "failed"
     if failed and "sources" not in value:
         # A failed answer has no sources; writing "sources": [] is optional.
-        fields(value, "", ("query", "pipeline", "answer"), _OBSERVATION_SET)
+        fields(value, "", ("query", "pipeline", "answer"), _OBSERVATION_SET | _OBSERVATION_OPTIONAL)
     else:
-        fields(value, "", _OBSERVATION, exact=_OBSERVATION_SET)
+        fields(value, "", _OBSERVATION, _OBSERVATION_OPTIONAL, exact=_OBSERVATION_SET)
+    if "id" in value:
+        string(value, "id", "")
+    if "baseline" in value:
+        if unit != "answer_pair":
+            raise ContractError(
+                codes.INVALID_FIELD,
+                "baseline pairs two answers, which only a file for an answer_pair codebook "
+                f"does (this file's codebook labels {unit or 'another unit kind'} units)",
+            )
+        string(value, "baseline", "")
     query = value["query"]
     pipeline = value["pipeline"]
     check_query(query)
@@ -239,6 +262,8 @@ def check_observation(value: Any) -> list[str]:
         )
     for index, source in enumerate(sources):
         check_source(source, f"sources[{index}]", observed=True)
+    if unit == "query_documents":
+        check_document_ranks(sources)
     snapshot_matches(answer, "answer", codes.ANSWER_DIGEST_MISMATCH)
     digests = []
     query_text = pipeline_text = ""
@@ -270,6 +295,140 @@ def check_observation(value: Any) -> list[str]:
             )
         digests.append(expected)
     return digests
+
+
+def check_document_ranks(sources: list[dict[str, Any]]) -> None:
+    """The sources of a ``query_documents`` observation are its retrieved documents in
+    rank order: each needs a rank, and no two may share one."""
+    first: dict[int, int] = {}
+    for index, source in enumerate(sources):
+        rank = source["rank"]
+        if rank is None:
+            raise ContractError(
+                codes.DOCUMENT_UNRANKED,
+                f"sources[{index}].rank is null; the documents of a query_documents unit are "
+                "its sources in rank order, so each needs its rank",
+            )
+        if rank in first:
+            raise ContractError(
+                codes.DOCUMENT_RANK_REPEATED,
+                f"sources[{index}].rank is {rank}, as is sources[{first[rank]}].rank; each "
+                "document has a rank of its own",
+            )
+        first[rank] = index
+
+
+def pair_lines(result: ObservationFile, ids_of_bad_lines: Mapping[str, int]) -> None:
+    """Pair the good lines of an ``answer_pair`` file (each line naming its baseline by
+    the baseline line's ``id``) into ``result.pairs``, and report every line that cannot
+    be paired: an unknown or repeated name, a line that is its own baseline or repeats
+    its baseline's answer snapshot, a different query or setting, a failed answer, a
+    complete answer that is in no pair. A baseline on a bad line is not reported again."""
+    observations = result.observations
+    lines = result.lines
+    by_id: dict[str, int] = {}
+    bad: set[int] = set()
+    for position, observation in enumerate(observations):
+        name = observation.get("id")
+        if name is None:
+            continue
+        if name in by_id or name in ids_of_bad_lines:
+            first = by_id.get(name)
+            first_line = lines[first] if first is not None else ids_of_bad_lines[name]
+            result.add_error(
+                LineError(
+                    lines[position],
+                    codes.DUPLICATE_OBSERVATION_ID,
+                    f"id {show(name)} already names line {first_line}; each line's id is its own",
+                )
+            )
+            bad.add(position)
+            continue
+        by_id[name] = position
+    paired: set[int] = set()
+    pairs = []
+    for position, observation in enumerate(observations):
+        name = observation.get("baseline")
+        if name is None or position in bad:
+            continue
+        if name in ids_of_bad_lines:
+            paired.add(position)
+            continue
+        other = by_id.get(name)
+        problem = (
+            _pair_problem(observation, observations[other], position == other, lines[other])
+            if other is not None
+            else ContractError(
+                codes.BASELINE_UNKNOWN,
+                f"baseline {show(name)} names no line of this file (a baseline is the id of "
+                "the line holding the baseline's answer)",
+            )
+        )
+        if problem is not None:
+            result.add_error(LineError(lines[position], problem.code, problem.message))
+            bad.add(position)
+            continue
+        paired.update((position, other))
+        pairs.append((position, other))
+    for position, observation in enumerate(observations):
+        if position in paired or position in bad:
+            continue
+        if observation["answer"]["status"] == "complete":
+            result.add_error(
+                LineError(
+                    lines[position],
+                    codes.PAIR_UNPAIRED,
+                    "this answer is in no pair: give it a baseline (the id of the line with "
+                    "the baseline's answer), or name its id as another line's baseline",
+                )
+            )
+    result.errors.sort(key=lambda error: error.line)  # pair errors come after the reading's
+    result.pairs = pairs if not result.error_count else []
+
+
+def _pair_problem(
+    evaluated: dict[str, Any], baseline: dict[str, Any], itself: bool, baseline_line: int
+) -> ContractError | None:
+    if itself:
+        return ContractError(
+            codes.PAIR_SAME_ANSWER, "baseline names this line itself; a pair holds two answers"
+        )
+    for role, observation in (("this", evaluated), ("the baseline", baseline)):
+        if observation["answer"]["status"] != "complete":
+            return ContractError(
+                codes.PAIR_ANSWER_FAILED,
+                f"{role} answer failed ({observation['answer']['failure']}); a pair compares "
+                "two complete answers (import a failed attempt without a pair)",
+            )
+    if evaluated["query"] != baseline["query"]:
+        differing = sorted(
+            key for key in evaluated["query"] if evaluated["query"][key] != baseline["query"][key]
+        )
+        return ContractError(
+            codes.PAIR_QUERY_MISMATCH,
+            f"the baseline on line {baseline_line} answers another query: "
+            f"query.{', query.'.join(differing)} differ; both answers of a pair answer the "
+            "same query",
+        )
+    ours = evaluated["answer"]["conditions"]
+    theirs = baseline["answer"]["conditions"]
+    differing = [key for key in PAIR_SETTING if ours[key] != theirs[key]]
+    if differing:
+        return ContractError(
+            codes.PAIR_SETTING_MISMATCH,
+            f"the baseline on line {baseline_line} was observed in another setting: "
+            + ", ".join(
+                f"answer.conditions.{key} is {show(ours[key])} here, {show(theirs[key])} there"
+                for key in differing
+            ),
+        )
+    if evaluated["answer"] == baseline["answer"]:
+        return ContractError(
+            codes.PAIR_SAME_ANSWER,
+            f"the baseline on line {baseline_line} holds the same answer snapshot; a pair "
+            "compares two answers",
+        )
+    return None
 
 
 def parse_observation_file(
@@ -329,6 +488,7 @@ def _parse_observation_file(
     header_raw: bytes | LongLine | None = None
     blank_after_header = 0
     observed = False  # a non-blank line after line 1
+    ids_of_bad_lines: dict[str, int] = {}
     for number, raw in read_lines(stream, max_line_bytes=max_line_bytes):
         if number == 1:
             header_raw = raw
@@ -358,11 +518,16 @@ def _parse_observation_file(
                 )
             )
             break
+        value = None
         try:
             value = decode_line(raw, max_line_bytes=max_line_bytes)
-            digests = check_observation(value)
+            digests = check_observation(
+                value, result.codebook.unit if result.codebook is not None else None
+            )
         except ContractError as exc:
             result.add_error(LineError(number, exc.code, exc.message))
+            if type(value) is dict and type(value.get("id")) is str:
+                ids_of_bad_lines.setdefault(value["id"], number)
             continue
         duplicate = None
         for index, digest in enumerate(digests):
@@ -382,9 +547,13 @@ def _parse_observation_file(
                     f"(sources[{other}]); each tuple may appear once per file",
                 )
             )
+            if type(value.get("id")) is str:
+                ids_of_bad_lines.setdefault(value["id"], number)
             continue
         result.observations.append(value)
         result.lines.append(number)
+    if result.codebook is not None and result.codebook.unit == "answer_pair":
+        pair_lines(result, ids_of_bad_lines)
     if not observed:
         if header_raw is None or header_blank:
             detail = "has no bytes" if header_raw is None else "holds only blank lines"

@@ -34,7 +34,9 @@ from audit.contract.canonical import (
 )
 from audit.contract.codebook import Codebook
 from audit.contract.digests import (
+    answer_pair_digest,
     pipeline_identity_text,
+    query_documents_digest,
     text_digest,
     tuple_digest_unchecked,
     unit_digest,
@@ -55,6 +57,7 @@ from audit.contract.structure import (
     fields,
     invalid,
     snapshot_matches,
+    snapshot_texts,
     string,
 )
 
@@ -171,6 +174,8 @@ def check_record(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> Che
     try:
         if codebook.unit == "tuple":
             return _audit_tuple(obj, codebook, identity)
+        if codebook.unit in UNIT_KINDS_OF_FORMS:
+            return _audit_form_unit(obj, codebook, identity)
         return _audit_answer(obj, codebook, identity)
     except ContractError as exc:
         return CheckResult(
@@ -214,6 +219,8 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
             f"codebook {reference['name']} {reference['version']} is not known to the checker",
         )
 
+    if codebook.unit in UNIT_KINDS_OF_FORMS:
+        return _form_unit_identity(obj, codebook)
     is_tuple = codebook.unit == "tuple"
     if is_tuple:
         fields(obj, "", _TUPLE_TOP, _TOP_OPTIONAL, exact=_TUPLE_TOP_SET)
@@ -950,3 +957,264 @@ def _audit_answer(obj: dict[str, Any], codebook: Codebook, identity: _Identity) 
 
 def _json(value: bool | None) -> str:
     return "null" if value is None else str(value).lower()
+
+
+# --- answer_pair and query_documents units ---------------------------------------------
+# Their records carry a format-2 annotation (docs/formats.md, "Codebook format 2"): values
+# by field code, reasons, spans that name their field and snapshot, and (query_documents)
+# one entry of values and reasons per document. Their values are checked against the
+# codebook's fields by the form engine's check; here, the record's shape, its digests
+# and every span against the texts of the unit.
+
+#: Unit kinds whose records carry a format-2 annotation.
+UNIT_KINDS_OF_FORMS = frozenset({"answer_pair", "query_documents"})
+_PAIR_TOP = (
+    "claimgate",
+    "format_version",
+    "codebook",
+    "query",
+    "pipeline",
+    "answer",
+    "sources",
+    "baseline",
+    "unit_digest",
+    "annotation",
+    "parents",
+    "record_digest",
+)
+_PAIR_TOP_SET = frozenset(_PAIR_TOP) | _TOP_OPTIONAL
+_BASELINE = ("pipeline", "answer", "sources")
+_BASELINE_SET = frozenset(_BASELINE)
+_DOCUMENTS_TOP = (
+    "claimgate",
+    "format_version",
+    "codebook",
+    "query",
+    "pipeline",
+    "answer",
+    "documents",
+    "unit_digest",
+    "annotation",
+    "parents",
+    "record_digest",
+)
+_DOCUMENTS_TOP_SET = frozenset(_DOCUMENTS_TOP) | _TOP_OPTIONAL
+_FORM_ANNOTATION = ("kind", "annotator", "values")
+_FORM_ANNOTATION_OPTIONAL = frozenset({"reasons", "spans", "documents", "rationale", "assisted"})
+_FORM_SPAN = ("field", "snapshot", "start", "end", "quote")
+_FORM_SPAN_SET = frozenset(_FORM_SPAN)
+_DOCUMENT_ENTRY = ("values",)
+_DOCUMENT_ENTRY_OPTIONAL = frozenset({"reasons"})
+
+
+def _sources_list(value: Any, path: str) -> list[Any]:
+    if type(value) is not list:
+        raise invalid(path, "a list", value)
+    for index, source in enumerate(value):
+        check_source(source, f"{path}[{index}]")
+    return value
+
+
+def _complete(answer: dict[str, Any], path: str, unit: str) -> None:
+    if answer["status"] != "complete":
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"{path}.status is 'failed': a failed attempt has nothing to judge, so it forms "
+            f"no {unit} unit",
+        )
+
+
+def _form_unit_identity(obj: dict[str, Any], codebook: Codebook) -> _Identity:
+    """Stage 1 for an answer_pair or query_documents record: fields, snapshot digests,
+    the unit digest, the record digest."""
+    pair = codebook.unit == "answer_pair"
+    if pair:
+        fields(obj, "", _PAIR_TOP, _TOP_OPTIONAL, exact=_PAIR_TOP_SET)
+    else:
+        fields(obj, "", _DOCUMENTS_TOP, _TOP_OPTIONAL, exact=_DOCUMENTS_TOP_SET)
+    query = obj["query"]
+    pipeline = obj["pipeline"]
+    answer = obj["answer"]
+    check_query(query)
+    check_pipeline(pipeline)
+    check_answer(answer)
+    _complete(answer, "answer", codebook.unit)
+    baseline = None
+    if pair:
+        sources = _sources_list(obj["sources"], "sources")
+        baseline = obj["baseline"]
+        fields(baseline, "baseline", _BASELINE, exact=_BASELINE_SET)
+        check_pipeline(baseline["pipeline"], "baseline.pipeline")
+        check_answer(baseline["answer"], "baseline.answer")
+        _complete(baseline["answer"], "baseline.answer", codebook.unit)
+        _sources_list(baseline["sources"], "baseline.sources")
+    else:
+        sources = _sources_list(obj["documents"], "documents")
+        if not sources:
+            raise ContractError(
+                codes.INVALID_FIELD,
+                "documents is empty: a query that retrieved no document forms no "
+                "query_documents unit",
+            )
+        previous = 0
+        for index, document in enumerate(sources):
+            rank = document["rank"]
+            if rank is None:
+                raise ContractError(
+                    codes.DOCUMENT_UNRANKED,
+                    f"documents[{index}].rank is null; documents are in rank order",
+                )
+            if rank <= previous:
+                raise invalid(
+                    f"documents[{index}].rank",
+                    f"greater than the rank before it ({previous}): documents are in rank order",
+                    rank,
+                )
+            previous = rank
+    if type(obj["unit_digest"]) is not str:
+        raise invalid("unit_digest", "a SHA-256 hex string", obj["unit_digest"])
+    check_sampling(obj.get("sampling"), "sampling")
+    annotation = obj["annotation"]
+    _form_annotation_fields(annotation, codebook)
+    _parents(obj["parents"], annotation["kind"])
+    if type(obj["record_digest"]) is not str:
+        raise invalid("record_digest", "a SHA-256 hex string", obj["record_digest"])
+
+    # Digests, in the fixed order: snapshots, identity, record.
+    snapshot_matches(answer, "answer", codes.ANSWER_DIGEST_MISMATCH)
+    where = "sources" if pair else "documents"
+    for index, source in enumerate(sources):
+        snapshot_matches(source, f"{where}[{index}]", codes.SOURCE_DIGEST_MISMATCH)
+    if pair:
+        snapshot_matches(baseline["answer"], "baseline.answer", codes.ANSWER_DIGEST_MISMATCH)
+        for index, source in enumerate(baseline["sources"]):
+            snapshot_matches(source, f"baseline.sources[{index}]", codes.SOURCE_DIGEST_MISMATCH)
+        expected = _digest_or_invalid(
+            lambda: answer_pair_digest(
+                evaluated=unit_digest(
+                    query=query,
+                    answer=answer,
+                    source_digests=[source["digest"] for source in sources],
+                    pipeline=pipeline,
+                ),
+                baseline=unit_digest(
+                    query=query,
+                    answer=baseline["answer"],
+                    source_digests=[source["digest"] for source in baseline["sources"]],
+                    pipeline=baseline["pipeline"],
+                ),
+            )
+        )
+        meaning = (
+            "this query, evaluated answer and baseline answer (each with its sources and pipeline)"
+        )
+    else:
+        expected = _digest_or_invalid(
+            lambda: query_documents_digest(
+                query=query,
+                answer=answer,
+                document_digests=[document["digest"] for document in sources],
+                pipeline=pipeline,
+            )
+        )
+        meaning = "this query, answer snapshot, documents in rank order and pipeline"
+    if obj["unit_digest"] != expected:
+        raise ContractError(
+            codes.UNIT_DIGEST_MISMATCH,
+            f"unit_digest {show(obj['unit_digest'], 20)} is not the digest of {meaning} "
+            f"({expected[:12]}...)",
+        )
+    body = dict(obj)
+    del body["record_digest"]
+    record = _digest_or_invalid(lambda: sha256(canonical_json_unchecked(body)).hexdigest())
+    if obj["record_digest"] != record:
+        raise ContractError(
+            codes.RECORD_DIGEST_MISMATCH,
+            f"record_digest {show(obj['record_digest'], 20)} is not the digest of this record "
+            f"({record[:12]}...): a field was changed after the record was sealed",
+        )
+    return _Identity(codebook=codebook, record_digest=record, unit_digest=expected)
+
+
+def _string_map(value: Any, path: str) -> None:
+    if type(value) is not dict:
+        raise invalid(path, "an object", value)
+
+
+def _form_annotation_fields(annotation: Any, codebook: Codebook) -> None:
+    """The envelope of a format-2 annotation: its kind, annotator, rationale and assisted
+    model as for every record, ``values`` and ``reasons`` objects keyed by field code,
+    ``spans`` a list, and (query_documents only) ``documents`` a list of
+    ``{values, reasons}``."""
+    fields(annotation, "annotation", _FORM_ANNOTATION, _FORM_ANNOTATION_OPTIONAL)
+    _annotation_common(annotation, codebook)
+    _string_map(annotation["values"], "annotation.values")
+    if "reasons" in annotation:
+        _string_map(annotation["reasons"], "annotation.reasons")
+    if "spans" in annotation and type(annotation["spans"]) is not list:
+        raise invalid("annotation.spans", "a list of spans", annotation["spans"])
+    if "documents" in annotation:
+        if codebook.unit != "query_documents":
+            raise ContractError(
+                codes.UNKNOWN_FIELD,
+                f"annotation.documents is a field of query_documents units, not of "
+                f"{codebook.unit} units",
+            )
+        entries = annotation["documents"]
+        if type(entries) is not list:
+            raise invalid("annotation.documents", "a list (one entry per document)", entries)
+        for index, entry in enumerate(entries):
+            path = f"annotation.documents[{index}]"
+            fields(entry, path, _DOCUMENT_ENTRY, _DOCUMENT_ENTRY_OPTIONAL)
+            _string_map(entry["values"], f"{path}.values")
+            if "reasons" in entry:
+                _string_map(entry["reasons"], f"{path}.reasons")
+
+
+def _audit_form_unit(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
+    """Stage 2 for an answer_pair or query_documents record: one annotation entry per
+    document, and every span names a field and cites a text of the unit."""
+    annotation = obj["annotation"]
+    pair = codebook.unit == "answer_pair"
+    sources = obj["sources"] if pair else obj["documents"]
+    if not pair and "documents" in annotation and len(annotation["documents"]) != len(sources):
+        raise ContractError(
+            codes.INVALID_FIELD,
+            f"annotation.documents has {len(annotation['documents'])} entries, but the unit "
+            f"has {len(sources)} documents: one entry per document, in rank order",
+        )
+    texts = snapshot_texts(
+        codebook.unit,
+        query=obj["query"],
+        answer=obj["answer"],
+        sources=sources,
+        baseline=obj["baseline"] if pair else None,
+    )
+    for index, span in enumerate(annotation.get("spans", ())):
+        path = f"annotation.spans[{index}]"
+        if type(span) is not dict or span.keys() != _FORM_SPAN_SET:
+            if type(span) is not dict:
+                detail = f"is {type_name(span)}"
+            else:
+                missing = [key for key in _FORM_SPAN if key not in span]
+                extra = sorted(str(key) for key in span if key not in _FORM_SPAN_SET)
+                detail = (
+                    f"lacks {', '.join(missing)}" if missing else f"has unknown field {extra[0]}"
+                )
+            raise ContractError(
+                codes.SPAN_MALFORMED,
+                f"{path} {detail}; a span is {{field, snapshot, start, end, quote}}",
+            )
+        if type(span["field"]) is not str or not span["field"]:
+            raise ContractError(
+                codes.SPAN_MALFORMED, f"{path}.field must name the field the span is evidence for"
+            )
+        check_span({key: span[key] for key in _SPAN}, path, texts)
+    return CheckResult(
+        ok=True,
+        record_digest=identity.record_digest,
+        stage=STAGE_STRUCTURAL,
+        unit=codebook.unit,
+        unit_digest=identity.unit_digest,
+        codebook=codebook.key,
+    )

@@ -442,3 +442,32 @@ def snapshot_matches(snapshot: dict[str, Any], path: str, code: str) -> None:
             f"{join(path, 'text')} "
             f"({actual[:12]}...): the text or the digest was changed",
         )
+
+
+def snapshot_texts(
+    unit: str,
+    *,
+    query: dict[str, Any],
+    answer: dict[str, Any],
+    sources: list[dict[str, Any]],
+    baseline: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """The texts evidence spans may cite in a unit of kind ``unit``, by snapshot name
+    (docs/formats.md, "Evidence spans"): ``query`` and ``answer`` always; ``source`` (a
+    tuple's one source), ``source:N`` (an answer's N-th source, 0-based), ``baseline``
+    (an answer pair's baseline answer; its evaluated answer is ``answer``) or
+    ``document:N`` (a query_documents unit's N-th document, rank order, 0-based).
+    ``sources`` are the unit's sources as its record holds them (a query_documents
+    record's ``documents``); ``baseline`` is an answer_pair record's ``baseline`` object."""
+    texts = {"query": query["text"], "answer": answer["text"]}
+    if unit == "tuple":
+        texts["source"] = sources[0]["text"]
+    elif unit == "query_documents":
+        for index, document in enumerate(sources):
+            texts[f"document:{index}"] = document["text"]
+    else:
+        for index, source in enumerate(sources):
+            texts[f"source:{index}"] = source["text"]
+        if unit == "answer_pair" and baseline is not None:
+            texts["baseline"] = baseline["answer"]["text"]
+    return texts

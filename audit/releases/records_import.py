@@ -172,7 +172,7 @@ def records_import(
         batch.lines = lines
         batch.save()
         units = _plan(study, records)
-        created_obs, created_tuples, existing_tuples = _store(study, batch, units)
+        created_obs, created_tuples, existing_tuples, _ = _store(study, batch, units)
         fresh = [item for item in records if item[1]["record_digest"] not in existing]
         created = _labels_store(study, fresh)
         batch.observations_created = created_obs
