@@ -20,7 +20,7 @@ from audit.contract.canonical import CanonicalError, canonical_digest
 from audit.contract.errors import ContractError, show, type_name
 from audit.contract.fields import UNIT_KINDS, Derived, Field, Problem, parse_fields
 
-UNITS = ("tuple", "answer", "answer_pair", "query_documents")
+UNITS = ("tuple", "answer")
 ANSWERABILITY_POLICIES = (None, "abstain_when_unresolved")
 #: The endpoint is defined over exactly these predicates (DESIGN.md).
 PREDICATE_KEYS = ("I", "A", "M", "D")
@@ -285,9 +285,7 @@ def codebook_from_dict(d: Any) -> Codebook:
     version = _string(d, "version", "version")
     unit = d["unit"]
     if not isinstance(unit, str) or unit not in UNITS:
-        raise _fail(
-            codes.INVALID_FIELD, f"unit must be one of {', '.join(UNITS)}, not {show(unit)}"
-        )
+        raise _fail(codes.INVALID_FIELD, f"unit must be 'tuple' or 'answer', not {show(unit)}")
     specific = _TUPLE_FIELDS if unit == "tuple" else _ANSWER_FIELDS
     allowed = set(_COMMON_REQUIRED) | set(_COMMON_OPTIONAL) | set(specific)
     if unit == "answer":

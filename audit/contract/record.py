@@ -177,8 +177,6 @@ def check_record(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> Che
             return _audit_engine(obj, codebook, identity)
         if codebook.unit == "tuple":
             return _audit_tuple(obj, codebook, identity)
-        if codebook.unit in UNIT_KINDS_OF_FORMS:
-            return _audit_form_unit(obj, codebook, identity)
         return _audit_answer(obj, codebook, identity)
     except ContractError as exc:
         return CheckResult(
@@ -978,6 +976,15 @@ def _audit_answer(obj: dict[str, Any], codebook: Codebook, identity: _Identity) 
 
 def record_texts(obj: Mapping[str, Any], unit: str) -> dict[str, str]:
     """The texts a record's spans may cite, by snapshot name (docs/formats.md)."""
+    if unit in UNIT_KINDS_OF_FORMS:
+        pair = unit == "answer_pair"
+        return snapshot_texts(
+            unit,
+            query=obj["query"],
+            answer=obj["answer"],
+            sources=obj["sources"] if pair else obj["documents"],
+            baseline=obj["baseline"] if pair else None,
+        )
     texts = {"query": obj["query"]["text"] or "", "answer": obj["answer"]["text"] or ""}
     if unit == "tuple":
         texts["source"] = obj["source"]["text"] or ""
@@ -1032,14 +1039,11 @@ def _json(value: bool | None) -> str:
     return "null" if value is None else str(value).lower()
 
 
-# --- answer_pair and query_documents units ---------------------------------------------
-# Their records carry a format-2 annotation (docs/formats.md, "Codebook format 2"): values
-# by field code, reasons, spans that name their field and snapshot, and (query_documents)
-# one entry of values and reasons per document. Their values are checked against the
-# codebook's fields by the form engine's check; here, the record's shape, its digests
-# and every span against the texts of the unit.
+# --- answer_pair and query_documents units: stage 1 -----------------------------------
+# Only codebooks of format 2 label them; their annotations are checked as every format-2
+# annotation is (_audit_engine), against the texts of record_texts.
 
-#: Unit kinds whose records carry a format-2 annotation.
+#: Unit kinds whose records have a top-level shape of their own.
 UNIT_KINDS_OF_FORMS = frozenset({"answer_pair", "query_documents"})
 _PAIR_TOP = (
     "claimgate",
@@ -1072,12 +1076,6 @@ _DOCUMENTS_TOP = (
     "record_digest",
 )
 _DOCUMENTS_TOP_SET = frozenset(_DOCUMENTS_TOP) | _TOP_OPTIONAL
-_FORM_ANNOTATION = ("kind", "annotator", "values")
-_FORM_ANNOTATION_OPTIONAL = frozenset({"reasons", "spans", "documents", "rationale", "assisted"})
-_FORM_SPAN = ("field", "snapshot", "start", "end", "quote")
-_FORM_SPAN_SET = frozenset(_FORM_SPAN)
-_DOCUMENT_ENTRY = ("values",)
-_DOCUMENT_ENTRY_OPTIONAL = frozenset({"reasons"})
 
 
 def _sources_list(value: Any, path: str) -> list[Any]:
@@ -1148,7 +1146,7 @@ def _form_unit_identity(obj: dict[str, Any], codebook: Codebook) -> _Identity:
         raise invalid("unit_digest", "a SHA-256 hex string", obj["unit_digest"])
     check_sampling(obj.get("sampling"), "sampling")
     annotation = obj["annotation"]
-    _form_annotation_fields(annotation, codebook)
+    _engine_annotation_fields(annotation, codebook, False)
     _parents(obj["parents"], annotation["kind"])
     if type(obj["record_digest"]) is not str:
         raise invalid("record_digest", "a SHA-256 hex string", obj["record_digest"])
@@ -1207,87 +1205,3 @@ def _form_unit_identity(obj: dict[str, Any], codebook: Codebook) -> _Identity:
             f"({record[:12]}...): a field was changed after the record was sealed",
         )
     return _Identity(codebook=codebook, record_digest=record, unit_digest=expected)
-
-
-def _string_map(value: Any, path: str) -> None:
-    if type(value) is not dict:
-        raise invalid(path, "an object", value)
-
-
-def _form_annotation_fields(annotation: Any, codebook: Codebook) -> None:
-    """The envelope of a format-2 annotation: its kind, annotator, rationale and assisted
-    model as for every record, ``values`` and ``reasons`` objects keyed by field code,
-    ``spans`` a list, and (query_documents only) ``documents`` a list of
-    ``{values, reasons}``."""
-    fields(annotation, "annotation", _FORM_ANNOTATION, _FORM_ANNOTATION_OPTIONAL)
-    _annotation_common(annotation, codebook)
-    _string_map(annotation["values"], "annotation.values")
-    if "reasons" in annotation:
-        _string_map(annotation["reasons"], "annotation.reasons")
-    if "spans" in annotation and type(annotation["spans"]) is not list:
-        raise invalid("annotation.spans", "a list of spans", annotation["spans"])
-    if "documents" in annotation:
-        if codebook.unit != "query_documents":
-            raise ContractError(
-                codes.UNKNOWN_FIELD,
-                f"annotation.documents is a field of query_documents units, not of "
-                f"{codebook.unit} units",
-            )
-        entries = annotation["documents"]
-        if type(entries) is not list:
-            raise invalid("annotation.documents", "a list (one entry per document)", entries)
-        for index, entry in enumerate(entries):
-            path = f"annotation.documents[{index}]"
-            fields(entry, path, _DOCUMENT_ENTRY, _DOCUMENT_ENTRY_OPTIONAL)
-            _string_map(entry["values"], f"{path}.values")
-            if "reasons" in entry:
-                _string_map(entry["reasons"], f"{path}.reasons")
-
-
-def _audit_form_unit(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
-    """Stage 2 for an answer_pair or query_documents record: one annotation entry per
-    document, and every span names a field and cites a text of the unit."""
-    annotation = obj["annotation"]
-    pair = codebook.unit == "answer_pair"
-    sources = obj["sources"] if pair else obj["documents"]
-    if not pair and "documents" in annotation and len(annotation["documents"]) != len(sources):
-        raise ContractError(
-            codes.INVALID_FIELD,
-            f"annotation.documents has {len(annotation['documents'])} entries, but the unit "
-            f"has {len(sources)} documents: one entry per document, in rank order",
-        )
-    texts = snapshot_texts(
-        codebook.unit,
-        query=obj["query"],
-        answer=obj["answer"],
-        sources=sources,
-        baseline=obj["baseline"] if pair else None,
-    )
-    for index, span in enumerate(annotation.get("spans", ())):
-        path = f"annotation.spans[{index}]"
-        if type(span) is not dict or span.keys() != _FORM_SPAN_SET:
-            if type(span) is not dict:
-                detail = f"is {type_name(span)}"
-            else:
-                missing = [key for key in _FORM_SPAN if key not in span]
-                extra = sorted(str(key) for key in span if key not in _FORM_SPAN_SET)
-                detail = (
-                    f"lacks {', '.join(missing)}" if missing else f"has unknown field {extra[0]}"
-                )
-            raise ContractError(
-                codes.SPAN_MALFORMED,
-                f"{path} {detail}; a span is {{field, snapshot, start, end, quote}}",
-            )
-        if type(span["field"]) is not str or not span["field"]:
-            raise ContractError(
-                codes.SPAN_MALFORMED, f"{path}.field must name the field the span is evidence for"
-            )
-        check_span({key: span[key] for key in _SPAN}, path, texts)
-    return CheckResult(
-        ok=True,
-        record_digest=identity.record_digest,
-        stage=STAGE_STRUCTURAL,
-        unit=codebook.unit,
-        unit_digest=identity.unit_digest,
-        codebook=codebook.key,
-    )

@@ -453,21 +453,25 @@ def snapshot_texts(
     baseline: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """The texts evidence spans may cite in a unit of kind ``unit``, by snapshot name
-    (docs/formats.md, "Evidence spans"): ``query`` and ``answer`` always; ``source`` (a
-    tuple's one source), ``source:N`` (an answer's N-th source, 0-based), ``baseline``
-    (an answer pair's baseline answer; its evaluated answer is ``answer``) or
-    ``document:N`` (a query_documents unit's N-th document, rank order, 0-based).
-    ``sources`` are the unit's sources as its record holds them (a query_documents
-    record's ``documents``); ``baseline`` is an answer_pair record's ``baseline`` object."""
-    texts = {"query": query["text"], "answer": answer["text"]}
-    if unit == "tuple":
-        texts["source"] = sources[0]["text"]
-    elif unit == "query_documents":
+    (docs/formats.md, "Evidence spans"; the names of audit.contract.fields.snapshot_names):
+    ``query``, then ``answer`` and ``source`` (a tuple's one source), ``answer`` and
+    ``source:N`` (an answer's N-th source, 0-based), ``answer`` and ``baseline`` (an
+    answer pair's evaluated and baseline answers) or ``document:N`` (a query_documents
+    unit's N-th document in rank order, 0-based). ``sources`` are the unit's sources as
+    its record holds them (a query_documents record's ``documents``); ``baseline`` is an
+    answer_pair record's ``baseline`` object."""
+    texts = {"query": query["text"]}
+    if unit == "query_documents":
         for index, document in enumerate(sources):
             texts[f"document:{index}"] = document["text"]
+        return texts
+    texts["answer"] = answer["text"]
+    if unit == "tuple":
+        texts["source"] = sources[0]["text"]
+    elif unit == "answer_pair":
+        if baseline is not None:
+            texts["baseline"] = baseline["answer"]["text"]
     else:
         for index, source in enumerate(sources):
             texts[f"source:{index}"] = source["text"]
-        if unit == "answer_pair" and baseline is not None:
-            texts["baseline"] = baseline["answer"]["text"]
     return texts
