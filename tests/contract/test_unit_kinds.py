@@ -5,7 +5,11 @@ top-level shape of their records. Pure: no database."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
+
+from jsonschema import Draft202012Validator
 
 from audit.contract import codebook_from_dict, codes, parse_observation_file
 from audit.contract.digests import answer_pair_digest, document_order, seal_record
@@ -335,3 +339,40 @@ def test_snapshot_names_by_unit_kind():
         "document:0": "s0",
         "document:1": "s1",
     }
+
+
+# --- JSON Schemas ---------------------------------------------------------------------
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "audit" / "schemas"
+
+
+def _schema_errors(name: str, instance: Any) -> list[str]:
+    schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    return [error.message for error in Draft202012Validator(schema).iter_errors(instance)]
+
+
+def test_the_observation_schema_takes_a_lines_id_and_baseline():
+    evaluated, baseline = pair_lines(1)
+    assert _schema_errors("observations-1.schema.json", evaluated) == []
+    assert _schema_errors("observations-1.schema.json", baseline) == []
+    evaluated["baseline"] = ""
+    assert _schema_errors("observations-1.schema.json", evaluated)
+
+
+def test_the_record_schema_takes_pair_and_documents_records_as_the_checker_does():
+    evaluated, baseline = pair_lines(1)
+    pair = pair_record(evaluated, baseline, _pair_annotation(evaluated, baseline))
+    line = ranked(1, ranks=(2, 1))
+    documents = documents_record(line, _documents_annotation(line))
+    for record in (pair, documents):
+        assert check_record(record, REGISTRY).ok
+        assert _schema_errors("record-1.schema.json", record) == []
+    broken = copy.deepcopy(pair)
+    del broken["baseline"]
+    assert _schema_errors("record-1.schema.json", broken)
+    broken = copy.deepcopy(documents)
+    broken["documents"][0]["rank"] = None
+    assert _schema_errors("record-1.schema.json", broken)
+    broken = copy.deepcopy(documents)
+    broken["annotation"]["spans"][0]["snapshot"] = "document"
+    assert _schema_errors("record-1.schema.json", broken)
