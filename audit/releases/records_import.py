@@ -105,6 +105,16 @@ def records_import(
     too_large = import_size_problem(size)
     if too_large is not None:
         return RecordsImport(_reject(batch, [too_large], lines=0), problems=[too_large])
+    if study.codebook.unit not in (CodebookUnit.TUPLE, CodebookUnit.ANSWER):
+        # Their units span two observations (a pair) or reorder sources (documents by
+        # rank); rebuilding them from records is not written yet, and must not be guessed.
+        unsupported = LineProblem(
+            0,
+            codes.UNKNOWN_FORMAT,
+            f"records of {study.codebook.unit} units cannot be imported into a study yet: "
+            "import the observation file instead",
+        )
+        return RecordsImport(_reject(batch, [unsupported], lines=0), problems=[unsupported])
     reader = HashingReader(stream)
     problems: list[LineProblem] = []
     count = 0

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from audit.archive.models import ImportStatus, Observation, Study, Tuple, Unit
@@ -224,3 +227,24 @@ def test_an_unranked_document_refuses_the_file(documents_study):
     assert batch.status == ImportStatus.REJECTED
     assert [(e["line"], e["reason"]) for e in batch.errors] == [(3, codes.DOCUMENT_UNRANKED)]
     assert not Observation.objects.filter(study=documents_study).exists()
+
+
+def test_a_records_file_is_refused_whole_in_a_pairs_study(pairs_study):
+    from audit.releases.records_import import records_import
+
+    outcome = records_import(study=pairs_study, data=b"{}\n", file_name="records.jsonl")
+    assert outcome.batch.status == ImportStatus.REJECTED
+    assert [(e["line"], e["reason"]) for e in outcome.batch.errors] == [(0, codes.UNKNOWN_FORMAT)]
+
+
+def test_the_documented_pair_file_imports_as_one_pair(pairs_study):
+    doc = (Path(settings.BASE_DIR) / "docs" / "import-format.md").read_text(encoding="utf-8")
+    section = doc.split("## Pairs of answers", 1)[1].split("\n## ", 1)[0]
+    data = section.split("```jsonl\n", 1)[1].split("```", 1)[0].encode("utf-8")
+    batch = observations_import(study=pairs_study, data=data, file_name="example.jsonl")
+    assert batch.status == ImportStatus.IMPORTED, batch.errors
+    unit = pairs_study.units.select_related("observation__pipeline", "baseline__pipeline").get()
+    assert (unit.observation.pipeline.version, unit.baseline.pipeline.version) == (
+        "0.4.0",
+        "0.3.1",
+    )
