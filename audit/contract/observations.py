@@ -332,9 +332,10 @@ def pair_lines(result: ObservationFile, ids_of_bad_lines: Mapping[str, int]) -> 
         name = observation.get("id")
         if name is None:
             continue
-        if name in by_id or name in ids_of_bad_lines:
+        earlier_bad = ids_of_bad_lines.get(name, lines[position])
+        if name in by_id or earlier_bad < lines[position]:
             first = by_id.get(name)
-            first_line = lines[first] if first is not None else ids_of_bad_lines[name]
+            first_line = lines[first] if first is not None else earlier_bad
             result.add_error(
                 LineError(
                     lines[position],
@@ -351,10 +352,10 @@ def pair_lines(result: ObservationFile, ids_of_bad_lines: Mapping[str, int]) -> 
         name = observation.get("baseline")
         if name is None or position in bad:
             continue
-        if name in ids_of_bad_lines:
-            paired.add(position)
-            continue
         other = by_id.get(name)
+        if other is None and name in ids_of_bad_lines:
+            paired.add(position)  # its baseline's line is reported for its own fault
+            continue
         problem = (
             _pair_problem(observation, observations[other], position == other, lines[other])
             if other is not None

@@ -376,3 +376,17 @@ def test_the_record_schema_takes_pair_and_documents_records_as_the_checker_does(
     broken = copy.deepcopy(documents)
     broken["annotation"]["spans"][0]["snapshot"] = "document"
     assert _schema_errors("record-1.schema.json", broken)
+
+
+def test_a_repeated_id_is_reported_on_its_later_line_only():
+    evaluated, baseline = pair_lines(1)
+    broken = pair_lines(2)[1]
+    broken["id"] = "base-1"
+    broken["answer"]["digest"] = "0" * 64  # bad on its own: reported for that
+    before = _pairs_file(broken, evaluated, baseline)
+    assert _reasons(before) == [
+        (2, codes.ANSWER_DIGEST_MISMATCH),
+        (4, codes.DUPLICATE_OBSERVATION_ID),
+    ]
+    after = _pairs_file(evaluated, baseline, broken)
+    assert _reasons(after) == [(4, codes.ANSWER_DIGEST_MISMATCH)]
