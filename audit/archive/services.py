@@ -30,6 +30,7 @@ from audit.archive.models import (
 from audit.archive.selectors import codebook_registry
 from audit.contract import codebook_from_dict, codes, parse_observation_file
 from audit.contract.canonical import canonical_digest
+from audit.contract.codebook import codebook_problems
 from audit.contract.digests import (
     answer_identity_text,
     pipeline_identity_text,
@@ -47,6 +48,9 @@ STORED_ERRORS_LIMIT = MAX_ERRORS
 
 #: The largest codebook file an upload or the command reads (a codebook is a few KiB).
 CODEBOOK_MAX_BYTES = 1024 * 1024
+#: Reasons of installing a codebook file besides the file's own (audit.contract.codes).
+CODEBOOK_IN_USE = "codebook_in_use"  # other content under the name and version a study uses
+UNREADABLE_FILE = "unreadable_file"  # the file could not be read (missing, a directory, ...)
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ class CodebookConflict(CodebookRefused):
     """A codebook version that a study uses exists with different content."""
 
     def __init__(self, message: str, *, file_name: str = "") -> None:
-        super().__init__([CodebookProblem(codes.CODEBOOK_IN_USE, "", message)], file_name=file_name)
+        super().__init__([CodebookProblem(CODEBOOK_IN_USE, "", message)], file_name=file_name)
         self.message = message
 
 
@@ -147,7 +151,12 @@ def _constant_refused(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def codebook_problems(definition: Any) -> list[CodebookProblem]:  # TEMP until the core lands
+def _problems_of(definition: Any) -> list[CodebookProblem]:
+    """Every problem of a codebook file's JSON value. Format 2 names all of them; format 1
+    (the first two codebooks) stops at the first, as its checker always has."""
+    version = definition.get("format_version") if isinstance(definition, dict) else None
+    if type(version) is int and version == 2:
+        return [CodebookProblem(p.code, p.path, p.message) for p in codebook_problems(definition)]
     try:
         codebook_from_dict(definition)
     except ContractError as exc:
@@ -157,9 +166,9 @@ def codebook_problems(definition: Any) -> list[CodebookProblem]:  # TEMP until t
 
 def codebook_check(*, definition: Any) -> Any:
     """The parsed codebook, or :class:`CodebookRefused` listing every problem."""
-    problems = codebook_problems(definition)
+    problems = _problems_of(definition)
     if problems:
-        raise CodebookRefused([CodebookProblem(p.code, p.path, p.message) for p in problems])
+        raise CodebookRefused(problems)
     return codebook_from_dict(definition)
 
 
@@ -228,7 +237,7 @@ def codebooks_install_files(*, paths: Sequence[Path]) -> list[tuple[Codebook, bo
                     installed.append(codebook_install_file(path=path))
             except OSError as exc:
                 problems.append(
-                    CodebookProblem(codes.UNREADABLE_FILE, str(path), exc.strerror or str(exc))
+                    CodebookProblem(UNREADABLE_FILE, str(path), exc.strerror or str(exc))
                 )
             except CodebookRefused as exc:
                 problems.extend(

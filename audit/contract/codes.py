@@ -52,7 +52,3 @@ DIMENSIONS_MISMATCH = "dimensions_mismatch"
 DIMENSION_VALUE_OUT_OF_RANGE = "dimension_value_out_of_range"
 WEIGHTS_UNNORMALIZED = "weights_unnormalized"
 WEIGHTS_MISMATCH = "weights_mismatch"
-
-# --- installing a codebook file -----------------------------------------------------------
-UNREADABLE_FILE = "unreadable_file"  # the file could not be read (missing, a directory, ...)
-CODEBOOK_IN_USE = "codebook_in_use"  # other content under the name and version a study uses

@@ -19,7 +19,9 @@ from rest_framework.test import APIClient
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Codebook, Study
 from audit.archive.services import (
+    CODEBOOK_IN_USE,
     CODEBOOK_MAX_BYTES,
+    UNREADABLE_FILE,
     CodebookConflict,
     CodebookRefused,
     codebook_install,
@@ -31,6 +33,22 @@ from tests.archive.conftest import CODEBOOKS
 pytestmark = pytest.mark.django_db
 
 SOURCE_RISK = CODEBOOKS / "source-risk-1.0.0.json"
+TOXICITY = CODEBOOKS / "toxicity-1.0.0.json"
+
+
+def broken_toxicity() -> dict:
+    """The toxicity codebook with three problems in three places."""
+    value = definition(TOXICITY, layout="tabs")
+    value["fields"][0]["grades"][1].pop("anchor")
+    value["fields"][1]["choices"] = []
+    return value
+
+
+BROKEN_TOXICITY = [
+    (codes.UNKNOWN_FIELD, "layout"),
+    (codes.MISSING_FIELD, "fields[0] (civility).grades[1].anchor"),
+    (codes.INVALID_FIELD, "fields[1] (target).choices"),
+]
 
 
 def definition(path: Path = SOURCE_RISK, **changes) -> dict:
@@ -73,7 +91,7 @@ def test_other_content_under_a_version_a_study_uses_is_refused(study):
     with pytest.raises(CodebookConflict) as refused:
         codebook_install(definition=definition(title="Changed afterwards"))
 
-    assert refused.value.problems[0].code == codes.CODEBOOK_IN_USE
+    assert refused.value.problems[0].code == CODEBOOK_IN_USE
     assert "study 'routers'" in str(refused.value)
     assert "new version" in str(refused.value)
     after = Codebook.objects.get(pk=study.codebook_id)
@@ -115,6 +133,23 @@ def test_a_file_that_is_not_a_codebook_is_refused_saying_where(data, code, where
     assert Codebook.objects.count() == 0
 
 
+def test_a_format_2_codebook_installs_with_its_unit_and_fields():
+    row, created = codebook_install_bytes(data=TOXICITY.read_bytes(), file_name=TOXICITY.name)
+
+    assert created is True
+    assert (row.name, row.version, row.unit) == ("toxicity", "1.0.0", "answer")
+    assert [f["code"] for f in row.definition["fields"]] == ["civility", "target", "harmful"]
+
+
+def test_a_malformed_format_2_codebook_is_refused_with_every_problem_placed():
+    with pytest.raises(CodebookRefused) as refused:
+        codebook_install(definition=broken_toxicity(), file_name="toxicity.json")
+
+    assert [(p.code, p.path) for p in refused.value.problems] == BROKEN_TOXICITY
+    assert str(refused.value).startswith("toxicity.json: 3 problems, nothing installed: layout:")
+    assert Codebook.objects.count() == 0
+
+
 # --- the command ----------------------------------------------------------------------
 
 
@@ -141,7 +176,22 @@ def test_the_command_installs_nothing_when_one_file_is_bad(tmp_path):
     assert message.startswith("refused, nothing installed: 2 problems")
     assert "broken.json: line 2, column 20: the file is not JSON" in message
     assert f"[{codes.MALFORMED_JSON}]" in message
-    assert f"{missing}: No such file or directory [{codes.UNREADABLE_FILE}]" in message
+    assert f"{missing}: No such file or directory [{UNREADABLE_FILE}]" in message
+    assert Codebook.objects.count() == 0
+
+
+def test_the_command_lists_every_problem_of_a_format_2_file(tmp_path):
+    bad = tmp_path / "toxicity-draft.json"
+    bad.write_bytes(as_bytes(broken_toxicity()))
+
+    with pytest.raises(CommandError) as refused:
+        call_command("install_codebook", str(TOXICITY), str(bad))
+
+    lines = str(refused.value).splitlines()
+    assert lines[0] == "refused, nothing installed: 3 problems"
+    assert [line.split(": ", 2)[:2] for line in lines[1:]] == [
+        ["  toxicity-draft.json", path] for _, path in BROKEN_TOXICITY
+    ]
     assert Codebook.objects.count() == 0
 
 
@@ -153,7 +203,7 @@ def test_the_command_refuses_a_changed_codebook_in_use(study, tmp_path):
         call_command("install_codebook", str(changed))
 
     assert "source-risk 1.0.0 is already installed with different content" in str(refused.value)
-    assert f"[{codes.CODEBOOK_IN_USE}]" in str(refused.value)
+    assert f"[{CODEBOOK_IN_USE}]" in str(refused.value)
 
 
 # --- the codebooks page and the new-study page -----------------------------------------
@@ -205,6 +255,22 @@ def test_the_page_lists_every_problem_and_installs_nothing(client, people):
     assert "<code>line 3, column 11</code>" in body
     assert f"<code>{codes.MALFORMED_JSON}</code>" in body
     assert Codebook.objects.filter(name="source-risk").count() == 1
+
+
+def test_the_page_places_every_problem_of_a_format_2_file(client, people):
+    client.force_login(people["researcher"])
+    installed = Codebook.objects.get(name="toxicity")
+
+    response = client.post(
+        reverse("codebooks"), {"file": upload(as_bytes(broken_toxicity()), "toxicity.json")}
+    )
+
+    body = html.unescape(response.content.decode())
+    assert response.status_code == 400
+    assert "toxicity.json was not installed: 3 problems" in body
+    for code, path in BROKEN_TOXICITY:
+        assert f"<td><code>{path}</code></td><td><code>{code}</code></td>" in body
+    assert Codebook.objects.get(name="toxicity").digest == installed.digest
 
 
 def test_a_taken_slug_is_refused_on_the_form(client, people, study):
@@ -310,7 +376,7 @@ def test_the_api_installs_a_codebook_and_creates_a_study_with_it(people):
         reverse("api-codebooks"), {"file": upload(as_bytes(definition(version="1.2.0", title="x")))}
     )
     assert in_use.status_code == 409
-    assert in_use.json()["reason"] == codes.CODEBOOK_IN_USE
+    assert in_use.json()["reason"] == CODEBOOK_IN_USE
 
 
 def test_the_api_lists_every_problem_of_a_refused_file(people):
@@ -324,6 +390,18 @@ def test_the_api_lists_every_problem_of_a_refused_file(people):
     assert bad.json()["problems"][0]["path"] == "line 3, column 3"
     assert large.status_code == 413
     assert large.json()["reason"] == codes.FILE_TOO_LARGE
+
+
+def test_the_api_lists_every_problem_of_a_format_2_file(people):
+    response = api_as(people["researcher"]).post(
+        reverse("api-codebooks"), {"file": upload(as_bytes(broken_toxicity()), "toxicity.json")}
+    )
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["reason"] == "codebook_invalid"
+    assert body["message"] == "3 problems in toxicity.json: nothing installed"
+    assert [(p["reason"], p["path"]) for p in body["problems"]] == BROKEN_TOXICITY
 
 
 def test_the_api_refuses_annotators(people):
