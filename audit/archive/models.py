@@ -31,12 +31,14 @@ class AnswerStatus(models.TextChoices):
 class CodebookUnit(models.TextChoices):
     TUPLE = "tuple", "Tuple (query, source, answer)"
     ANSWER = "answer", "Answer with all of its sources"
+    ANSWER_PAIR = "answer_pair", "Answer beside its baseline"
+    QUERY_DOCUMENTS = "query_documents", "Query with its retrieved documents"
 
 
 class Codebook(models.Model):
     name = models.CharField(max_length=100)
     version = models.CharField(max_length=50)
-    unit = models.CharField(max_length=10, choices=CodebookUnit.choices)
+    unit = models.CharField(max_length=20, choices=CodebookUnit.choices)
     title = models.CharField(max_length=200)
     definition = models.JSONField(help_text="The codebook file's JSON value, as loaded.")
     digest = models.CharField(max_length=DIGEST_LENGTH, unique=True)

@@ -41,6 +41,7 @@ from audit.contract.digests import (
 from audit.contract.errors import ContractError
 from audit.contract.observations import MAX_ERRORS, gc_paused
 from audit.contract.streams import HashingReader, as_stream, stream_size
+from audit.contract.texts import MAX_DEPTH, text_problem
 
 #: How many line errors an import batch keeps for display; the count is always exact.
 STORED_ERRORS_LIMIT = MAX_ERRORS
@@ -128,11 +129,14 @@ def codebook_definition_from_bytes(*, data: bytes) -> Any:
             ]
         ) from None
     try:
-        return json.loads(
+        value = json.loads(
             text.removeprefix("\ufeff"),
             object_pairs_hook=_duplicate_keys_refused,
             parse_constant=_constant_refused,
         )
+    except RecursionError:
+        message = f"the file nests arrays or objects more than {MAX_DEPTH} levels deep"
+        raise CodebookRefused([CodebookProblem(codes.TOO_DEEP, "", message)]) from None
     except json.JSONDecodeError as exc:
         raise CodebookRefused(
             [
@@ -145,6 +149,12 @@ def codebook_definition_from_bytes(*, data: bytes) -> Any:
         ) from None
     except ValueError as exc:
         raise CodebookRefused([CodebookProblem(codes.MALFORMED_JSON, "", str(exc))]) from None
+    else:
+        # NUL (which PostgreSQL's jsonb cannot hold), unpaired surrogates, deep nesting.
+        problem = text_problem(value)
+    if problem is not None:
+        raise CodebookRefused([CodebookProblem(problem.code, "", problem.message)])
+    return value
 
 
 def _constant_refused(name: str) -> Any:
@@ -158,10 +168,17 @@ def _problems_of(definition: Any) -> list[CodebookProblem]:
     if type(version) is int and version == 2:
         return [CodebookProblem(p.code, p.path, p.message) for p in codebook_problems(definition)]
     try:
-        codebook_from_dict(definition)
+        parsed = codebook_from_dict(definition)
     except ContractError as exc:
         return [CodebookProblem(exc.code, "", exc.message)]
-    return []
+    problems = []
+    for key in ("name", "version"):
+        limit = Codebook._meta.get_field(key).max_length
+        if len(getattr(parsed, key)) > limit:
+            problems.append(
+                CodebookProblem(codes.INVALID_FIELD, key, f"is longer than {limit} characters")
+            )
+    return problems
 
 
 def codebook_check(*, definition: Any) -> Any:

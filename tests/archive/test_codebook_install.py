@@ -120,6 +120,8 @@ def test_an_unused_version_may_still_be_corrected():
         (b'{"claimgate": "codebook"\xff}', codes.INVALID_UTF8, "byte 24"),
         (b'{"a": 1, "a": 2}', codes.MALFORMED_JSON, ""),
         (b'{"a": NaN}', codes.MALFORMED_JSON, ""),
+        (b'{"name": "x\\u0000"}', codes.INVALID_TEXT, ""),
+        (b"[" * 100_000 + b"]" * 100_000, codes.TOO_DEEP, ""),
         (b" " * (CODEBOOK_MAX_BYTES + 1), codes.FILE_TOO_LARGE, ""),
     ],
 )
@@ -148,6 +150,30 @@ def test_a_malformed_format_2_codebook_is_refused_with_every_problem_placed():
     assert [(p.code, p.path) for p in refused.value.problems] == BROKEN_TOXICITY
     assert str(refused.value).startswith("toxicity.json: 3 problems, nothing installed: layout:")
     assert Codebook.objects.count() == 0
+
+
+@pytest.mark.parametrize("unit", ["tuple", "answer", "answer_pair", "query_documents"])
+def test_a_codebook_of_every_unit_kind_installs(unit):
+    value = {
+        "claimgate": "codebook",
+        "format_version": 2,
+        "name": f"kind-{unit}",
+        "version": "1.0.0",
+        "unit": unit,
+        "fields": [{"code": "ok", "type": "verdict", "label": "Fine?"}],
+    }
+
+    row, created = codebook_install(definition=value)
+
+    assert created is True
+    assert Codebook.objects.get(pk=row.pk).unit == unit
+
+
+def test_a_format_1_name_longer_than_the_column_is_refused():
+    with pytest.raises(CodebookRefused) as refused:
+        codebook_install(definition=definition(name="n" * 101))
+
+    assert [(p.code, p.path) for p in refused.value.problems] == [(codes.INVALID_FIELD, "name")]
 
 
 # --- the command ----------------------------------------------------------------------
