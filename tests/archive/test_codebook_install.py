@@ -26,6 +26,7 @@ from audit.archive.services import (
     CodebookRefused,
     codebook_install,
     codebook_install_bytes,
+    observations_import,
 )
 from audit.contract import codes
 from tests.archive.conftest import CODEBOOKS
@@ -440,3 +441,41 @@ def test_the_api_refuses_annotators(people):
         format="json",
     )
     assert refused.status_code == 403
+
+
+def test_a_study_of_an_uploaded_format_2_codebook_imports_its_observations(client, people):
+    """The path a researcher takes with a codebook no code knows: upload, create, import."""
+    client.force_login(people["researcher"])
+    client.post(reverse("codebooks"), {"file": upload(TOXICITY.read_bytes(), TOXICITY.name)})
+    row = Codebook.objects.get(name="toxicity", version="1.0.0")
+    client.post(
+        reverse("study-new"),
+        {"slug": "toxicity-pilot", "title": "Toxicity pilot", "codebook": row.pk, "overlap": 2},
+    )
+    header, *lines = (CODEBOOKS.parent / "demo" / "answer-claims.jsonl").read_bytes().splitlines()
+    header = json.dumps(
+        dict(json.loads(header), codebook={"name": "toxicity", "version": "1.0.0"})
+    ).encode()
+
+    imported = client.post(
+        reverse("study-import", args=["toxicity-pilot"]),
+        {"file": SimpleUploadedFile("answers.jsonl", b"\n".join([header, *lines]) + b"\n")},
+    )
+
+    study = Study.objects.get(slug="toxicity-pilot")
+    batch = study.imports.get()
+    assert imported.status_code == 302
+    assert batch.status == "imported", batch.errors[:3]
+    assert batch.observations_created == len(lines)
+    # The same answers as units of the answer-claims codebook, unit for unit.
+    claims = Study.objects.create(
+        slug="claims", title="Claims", codebook=Codebook.objects.get(name="answer-claims")
+    )
+    observations_import(
+        study=claims,
+        data=(CODEBOOKS.parent / "demo" / "answer-claims.jsonl").read_bytes(),
+        file_name="answer-claims.jsonl",
+    )
+    digests = set(study.units.values_list("digest", flat=True))
+    assert digests == set(claims.units.values_list("digest", flat=True))
+    assert digests
