@@ -364,14 +364,16 @@ def _grades(field: Mapping[str, Any], path: str, problems: list[Problem]) -> tup
     return tuple(grades)
 
 
-def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field | None:
-    path = f"fields[{index}]"
+def _entry_code(
+    entry: Any, path: str, allowed: frozenset[str], problems: list[Problem]
+) -> str | None:
+    """The ``code`` of a field or derived-value declaration, after its shape is checked."""
     if not isinstance(entry, Mapping):
         problems.append(
             Problem(codes.INVALID_FIELD, path, f"must be an object, not {type_name(entry)}")
         )
         return None
-    _unknown_keys(entry, _FIELD_KEYS, path, problems)
+    _unknown_keys(entry, allowed, path, problems)
     code = entry.get("code")
     if not isinstance(code, str) or not _CODE.fullmatch(code):
         problems.append(
@@ -382,6 +384,13 @@ def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field 
                 f"not {show(code)}",
             )
         )
+        return None
+    return code
+
+
+def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field | None:
+    code = _entry_code(entry, f"fields[{index}]", _FIELD_KEYS, problems)
+    if code is None:
         return None
     path = f"fields[{index}] ({code})"
     kind = entry.get("type")
@@ -547,18 +556,8 @@ def _strings(
 def _derived(
     entry: Any, index: int, by_code: Mapping[str, Field], taken: set[str], problems: list[Problem]
 ) -> Derived | None:
-    path = f"derived[{index}]"
-    if not isinstance(entry, Mapping):
-        problems.append(
-            Problem(codes.INVALID_FIELD, path, f"must be an object, not {type_name(entry)}")
-        )
-        return None
-    _unknown_keys(entry, _DERIVED_KEYS, path, problems)
-    code = entry.get("code")
-    if not isinstance(code, str) or not _CODE.fullmatch(code):
-        problems.append(
-            Problem(codes.INVALID_FIELD, f"{path}.code", f"must be an identifier, not {show(code)}")
-        )
+    code = _entry_code(entry, f"derived[{index}]", _DERIVED_KEYS, problems)
+    if code is None:
         return None
     path = f"derived[{index}] ({code})"
     if code in taken:
