@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from audit.archive import bulk, mapping
 from audit.archive.models import (
@@ -205,28 +205,37 @@ def codebook_install(*, definition: Any, file_name: str = "") -> tuple[Codebook,
         "definition": definition,
         "digest": digest,
     }
-    with transaction.atomic():
-        existing = (
-            Codebook.objects.select_for_update()
-            .filter(name=parsed.name, version=parsed.version)
-            .first()
+    try:
+        with transaction.atomic():
+            return _codebook_store(parsed, fields, file_name)
+    except IntegrityError:
+        # Another install of this name and version committed between the read and the
+        # insert: decide again against what it stored.
+        with transaction.atomic():
+            return _codebook_store(parsed, fields, file_name)
+
+
+def _codebook_store(parsed: Any, fields: dict[str, Any], file_name: str) -> tuple[Codebook, bool]:
+    existing = (
+        Codebook.objects.select_for_update()
+        .filter(name=parsed.name, version=parsed.version)
+        .first()
+    )
+    if existing is None:
+        return Codebook.objects.create(name=parsed.name, version=parsed.version, **fields), True
+    if existing.digest == fields["digest"]:
+        return existing, False
+    used = list(existing.studies.order_by("slug").values_list("slug", flat=True)[:2])
+    if used:
+        raise CodebookConflict(
+            f"codebook {parsed.name} {parsed.version} is already installed with different "
+            f"content and the study {used[0]!r}{' and others' if len(used) > 1 else ''} "
+            "uses it: a codebook in use never changes; give the changed file a new version",
+            file_name=file_name,
         )
-        if existing is None:
-            return Codebook.objects.create(name=parsed.name, version=parsed.version, **fields), True
-        if existing.digest == digest:
-            return existing, False
-        used = list(existing.studies.order_by("slug").values_list("slug", flat=True)[:3])
-        if used:
-            raise CodebookConflict(
-                f"codebook {parsed.name} {parsed.version} is already installed with different "
-                f"content and the study {used[0]!r}{' and others' if len(used) > 1 else ''} "
-                "uses it: a codebook in use never changes; give the changed file a new "
-                "version",
-                file_name=file_name,
-            )
-        Codebook.objects.filter(pk=existing.pk).update(**fields)
-        existing.refresh_from_db()
-        return existing, True
+    Codebook.objects.filter(pk=existing.pk).update(**fields)
+    existing.refresh_from_db()
+    return existing, True
 
 
 def codebook_install_bytes(*, data: bytes, file_name: str = "") -> tuple[Codebook, bool]:

@@ -479,3 +479,34 @@ def test_a_study_of_an_uploaded_format_2_codebook_imports_its_observations(clien
     digests = set(study.units.values_list("digest", flat=True))
     assert digests == set(claims.units.values_list("digest", flat=True))
     assert digests
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_installs_of_one_new_version_store_it_once():
+    """Six uploads of the same new file at the same moment: one installs it, the others
+    find it installed; none fails on the unique name and version."""
+    import threading
+
+    value = definition(TOXICITY, version="3.0.0")
+    barrier = threading.Barrier(6)
+    results, errors = [], []
+
+    def install() -> None:
+        try:
+            barrier.wait()
+            results.append(codebook_install(definition=value)[1])
+        except Exception as exc:  # every failure is the finding
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=install) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert sorted(results) == [False] * 5 + [True]
+    assert Codebook.objects.filter(name="toxicity", version="3.0.0").count() == 1
