@@ -58,6 +58,25 @@ def may_see_gate(*, user: AbstractBaseUser | AnonymousUser, roles: set[str]) -> 
     return Role.ADJUDICATOR in roles
 
 
+def may_set_up_studies(*, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Installing a codebook and creating a study. Codebooks and studies belong to no
+    study yet, so this is not a study role: admins, whoever an admin gave the permission
+    to add studies, and the researchers of any study."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    if user.has_perm("audit.add_study"):
+        return True
+    return Membership.objects.filter(user=user, role=Role.RESEARCHER).exists()
+
+
+def setup_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser) -> None:
+    """Refuse (403) anyone who may not install codebooks or create studies."""
+    if not may_set_up_studies(user=user):
+        _refuse(user, "may not install codebooks or create studies", PermissionDenied)
+
+
 def study_get_for_member(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
     study = Study.objects.select_related("codebook").filter(slug=slug).first()
     if study is None:

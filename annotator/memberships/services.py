@@ -4,10 +4,69 @@ records name a person (pseudonyms)."""
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import IntegrityError, transaction
 
 from annotator.errors import AnnotationError
 from annotator.memberships.models import Membership, Role
-from audit.archive.models import Study
+from audit.archive.models import Codebook, Study
+
+SLUG_TAKEN = "slug_taken"
+INVALID_STUDY = "invalid_study"
+OVERLAP_MIN, OVERLAP_MAX = 1, 20
+
+
+def study_create(
+    *,
+    slug: str,
+    title: str,
+    codebook: Codebook,
+    user: AbstractBaseUser,
+    description: str = "",
+    overlap: int = 2,
+) -> Study:
+    """A new, empty study labelled with ``codebook``; its creator becomes its researcher
+    (and so may import observations and add people). The codebook may be any installed
+    version: from now on a study uses it, so it never changes."""
+    slug = (slug or "").strip()
+    title = (title or "").strip()
+    try:
+        validate_slug(slug)
+    except ValidationError:
+        raise AnnotationError(
+            f"{slug!r} is not a slug: use letters, digits, hyphens and underscores",
+            code=INVALID_STUDY,
+        ) from None
+    if len(slug) > Study._meta.get_field("slug").max_length:
+        raise AnnotationError("the slug is too long (at most 80 characters)", code=INVALID_STUDY)
+    if not title:
+        raise AnnotationError("a study needs a title", code=INVALID_STUDY)
+    if len(title) > Study._meta.get_field("title").max_length:
+        raise AnnotationError("the title is too long (at most 200 characters)", code=INVALID_STUDY)
+    if isinstance(overlap, bool) or not OVERLAP_MIN <= overlap <= OVERLAP_MAX:
+        raise AnnotationError(
+            f"the overlap k must be between {OVERLAP_MIN} and {OVERLAP_MAX}",
+            code="invalid_overlap",
+        )
+    try:
+        with transaction.atomic():
+            study = Study.objects.create(
+                slug=slug,
+                title=title,
+                description=(description or "").strip(),
+                codebook=codebook,
+                overlap=overlap,
+                created_by=user,
+            )
+            Membership.objects.create(study=study, user=user, role=Role.RESEARCHER)
+    except IntegrityError:
+        if Study.objects.filter(slug=slug).exists():
+            raise AnnotationError(
+                f"a study with the slug {slug!r} exists", code=SLUG_TAKEN
+            ) from None
+        raise
+    return study
 
 
 def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
@@ -21,8 +80,11 @@ def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Member
 def study_overlap_set(*, study: Study, overlap: int) -> Study:
     """Set k, the number of distinct annotators per unit. Lowering k never takes back a
     slot already handed out; raising it opens new slots on every unit."""
-    if overlap < 1 or overlap > 20:
-        raise AnnotationError("the overlap k must be between 1 and 20", code="invalid_overlap")
+    if overlap < OVERLAP_MIN or overlap > OVERLAP_MAX:
+        raise AnnotationError(
+            f"the overlap k must be between {OVERLAP_MIN} and {OVERLAP_MAX}",
+            code="invalid_overlap",
+        )
     Study.objects.filter(pk=study.pk).update(overlap=overlap)
     study.overlap = overlap
     return study

@@ -10,12 +10,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import studies_visible_to, study_get_for_researcher
+from annotator.access import setup_get_for_researcher, studies_visible_to, study_get_for_researcher
+from annotator.errors import AnnotationError
 from annotator.filters import StrictQueryParams
-from audit.archive.models import ImportBatch, ImportStatus
-from audit.archive.selectors import studies_with_counts
-from audit.archive.services import observations_import
+from annotator.memberships.services import SLUG_TAKEN, study_create
+from audit.archive.models import Codebook, ImportBatch, ImportStatus
+from audit.archive.selectors import codebooks_with_use, studies_with_counts
+from audit.archive.services import (
+    CODEBOOK_MAX_BYTES,
+    CodebookConflict,
+    CodebookRefused,
+    codebook_install_bytes,
+    observations_import,
+)
 from audit.contract import codes
+
+#: The reason of a codebook file refused for what is in it (its problems are listed).
+CODEBOOK_INVALID = "codebook_invalid"
 
 
 class ErrorOutput(serializers.Serializer):
@@ -72,10 +83,201 @@ class StudyListApi(StrictQueryParams, APIView):
         class Meta:
             ref_name = "Study"
 
+    class Input(serializers.Serializer):
+        slug = serializers.SlugField(max_length=80)
+        title = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+        codebook = serializers.CharField(help_text="The codebook's name.")
+        codebook_version = serializers.CharField()
+        overlap = serializers.IntegerField(min_value=1, max_value=20, default=2)
+
+        class Meta:
+            ref_name = "StudyInput"
+
+        def validate(self, attrs: dict) -> dict:
+            row = Codebook.objects.filter(
+                name=attrs["codebook"], version=attrs["codebook_version"]
+            ).first()
+            if row is None:
+                raise serializers.ValidationError(
+                    {
+                        "codebook_version": [
+                            f"no codebook {attrs['codebook']} {attrs['codebook_version']} "
+                            "is installed (POST /api/codebooks/ installs one)"
+                        ]
+                    }
+                )
+            attrs["codebook_row"] = row
+            return attrs
+
+    class Created(Output):
+        overlap = serializers.IntegerField(help_text="Distinct annotators per unit (k).")
+
+        class Meta:
+            ref_name = "StudyCreated"
+
     @extend_schema(responses=Output(many=True), operation_id="studies_list")
     def get(self, request: Request) -> Response:
         studies = studies_with_counts(studies=studies_visible_to(user=request.user))
         return Response(self.Output(studies, many=True).data)
+
+    @extend_schema(
+        request=Input,
+        responses={
+            201: Created,
+            403: OpenApiResponse(
+                ErrorOutput, description="You may not create studies (researchers only)."
+            ),
+            409: OpenApiResponse(ErrorOutput, description="slug_taken: a study has this slug."),
+        },
+        operation_id="study_create",
+    )
+    def post(self, request: Request) -> Response:
+        """Create a study labelled with an installed codebook version; you become its
+        researcher. Then import observations and add people."""
+        setup_get_for_researcher(user=request.user)
+        payload = self.Input(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        try:
+            study = study_create(
+                slug=data["slug"],
+                title=data["title"],
+                description=data["description"],
+                codebook=data["codebook_row"],
+                overlap=data["overlap"],
+                user=request.user,
+            )
+        except AnnotationError as exc:
+            code = (
+                status.HTTP_409_CONFLICT if exc.code == SLUG_TAKEN else status.HTTP_400_BAD_REQUEST
+            )
+            return Response({"reason": exc.code, "message": exc.message}, status=code)
+        created = studies_with_counts(studies=type(study).objects.filter(pk=study.pk)).get()
+        return Response(self.Created(created).data, status=status.HTTP_201_CREATED)
+
+
+class CodebookOutput(serializers.ModelSerializer):
+    unit = serializers.CharField(help_text="What is labelled: tuple, answer, answer_pair, …")
+    format_version = serializers.IntegerField(
+        source="definition.format_version", help_text="1 or 2 (docs/formats.md)."
+    )
+    study_count = serializers.IntegerField(help_text="Studies that use this version.")
+    definition = serializers.JSONField(help_text="The codebook file's JSON value.")
+
+    class Meta:
+        model = Codebook
+        fields = [
+            "name",
+            "version",
+            "unit",
+            "title",
+            "format_version",
+            "digest",
+            "study_count",
+            "created_at",
+            "definition",
+        ]
+        ref_name = "InstalledCodebook"
+
+
+class CodebookRefusal(serializers.Serializer):
+    reason = serializers.CharField(
+        help_text="codebook_invalid, codebook_in_use, or the file's own reason "
+        "(malformed_json, invalid_utf8)."
+    )
+    message = serializers.CharField()
+    problems = serializers.ListField(
+        child=inline_serializer(
+            "CodebookProblem",
+            fields={
+                "reason": serializers.CharField(),
+                "path": serializers.CharField(
+                    help_text="Where: a JSON path (fields[2].grades), a line and column, "
+                    "or empty for the whole file."
+                ),
+                "message": serializers.CharField(),
+            },
+        )
+    )
+
+
+class CodebookListApi(StrictQueryParams, APIView):
+    """Installed codebook versions; installing one from its file (researchers only)."""
+
+    parser_classes = [MultiPartParser]
+
+    class Input(serializers.Serializer):
+        file = serializers.FileField(help_text="The codebook file (UTF-8 JSON).")
+
+        class Meta:
+            ref_name = "CodebookInput"
+
+    @extend_schema(
+        responses={
+            200: CodebookOutput(many=True),
+            403: OpenApiResponse(ErrorOutput, description="Researchers only."),
+        },
+        operation_id="codebooks_list",
+    )
+    def get(self, request: Request) -> Response:
+        setup_get_for_researcher(user=request.user)
+        return Response(CodebookOutput(codebooks_with_use(), many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": Input},
+        responses={
+            201: OpenApiResponse(CodebookOutput, description="Installed."),
+            200: OpenApiResponse(CodebookOutput, description="Already installed, unchanged."),
+            400: OpenApiResponse(
+                CodebookRefusal, description="Not installed: every problem, each naming where."
+            ),
+            403: OpenApiResponse(ErrorOutput, description="Researchers only."),
+            409: OpenApiResponse(
+                CodebookRefusal,
+                description="codebook_in_use: other content under a version a study uses.",
+            ),
+            413: OpenApiResponse(ErrorOutput, description="file_too_large: over 1 MiB."),
+        },
+        operation_id="codebook_install",
+    )
+    def post(self, request: Request) -> Response:
+        """Install a codebook file, all or nothing: a file with any problem installs nothing
+        and answers 400 listing every problem. The same content again answers 200."""
+        setup_get_for_researcher(user=request.user)
+        payload = self.Input(data=request.data)
+        payload.is_valid(raise_exception=True)
+        upload = payload.validated_data["file"]
+        upload.seek(0)
+        try:
+            row, created = codebook_install_bytes(
+                data=upload.read(CODEBOOK_MAX_BYTES + 1), file_name=upload.name
+            )
+        except CodebookRefused as exc:
+            return _codebook_refusal(exc)
+        row = codebooks_with_use().get(pk=row.pk)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(CodebookOutput(row).data, status=code)
+
+
+def _codebook_refusal(exc: CodebookRefused) -> Response:
+    problems = [problem.as_dict() for problem in exc.problems]
+    first = exc.problems[0]
+    if first.code == codes.FILE_TOO_LARGE:
+        body = {"reason": first.code, "message": first.message}
+        return Response(body, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, CodebookConflict):
+        body = {"reason": first.code, "message": first.message, "problems": problems}
+        return Response(body, status=status.HTTP_409_CONFLICT)
+    reason = first.code if first.code in (codes.MALFORMED_JSON, codes.INVALID_UTF8) else None
+    count = len(problems)
+    body = {
+        "reason": reason or CODEBOOK_INVALID,
+        "message": f"{count} problem{'s' if count != 1 else ''} in {exc.file_name or 'the file'}"
+        ": nothing installed",
+        "problems": problems,
+    }
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
 
 
 class StudyImportApi(StrictQueryParams, APIView):

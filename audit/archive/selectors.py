@@ -19,6 +19,12 @@ def codebook_registry() -> dict[tuple[str, str], Any]:
     }
 
 
+def codebooks_with_use() -> QuerySet[Codebook]:
+    """Every installed codebook version with ``study_count``, the studies that use it (one
+    query: codebooks are few, studies per codebook a handful)."""
+    return Codebook.objects.annotate(study_count=Count("studies")).order_by("name", "version")
+
+
 def _count_per_study(model: type[Tuple] | type[Observation]) -> Coalesce:
     """A correlated subquery counting one table's rows of the outer study.
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from audit.archive import bulk, mapping
 from audit.archive.models import (
@@ -30,6 +30,7 @@ from audit.archive.models import (
 from audit.archive.selectors import codebook_registry
 from audit.contract import codebook_from_dict, codes, parse_observation_file
 from audit.contract.canonical import canonical_digest
+from audit.contract.codebook import codebook_problems
 from audit.contract.digests import (
     answer_identity_text,
     answer_pair_digest,
@@ -40,42 +41,244 @@ from audit.contract.digests import (
     text_digest,
     unit_digest_from_parts,
 )
+from audit.contract.errors import ContractError
 from audit.contract.observations import MAX_ERRORS, gc_paused
 from audit.contract.streams import HashingReader, as_stream, stream_size
+from audit.contract.texts import MAX_DEPTH, text_problem
 
 #: How many line errors an import batch keeps for display; the count is always exact.
 STORED_ERRORS_LIMIT = MAX_ERRORS
 
 
-class CodebookConflict(Exception):
-    """A codebook with this name and version exists with different content."""
+#: The largest codebook file an upload or the command reads (a codebook is a few KiB).
+CODEBOOK_MAX_BYTES = 1024 * 1024
+#: Reasons of installing a codebook file besides the file's own (audit.contract.codes).
+CODEBOOK_IN_USE = "codebook_in_use"  # other content under the name and version a study uses
+UNREADABLE_FILE = "unreadable_file"  # the file could not be read (missing, a directory, ...)
 
 
-def codebook_install(*, definition: dict[str, Any]) -> tuple[Codebook, bool]:
-    """Store a codebook version; installing the same file twice changes nothing."""
-    parsed = codebook_from_dict(definition)  # validates weights, keys, unit
-    digest = canonical_digest(definition)
-    existing = Codebook.objects.filter(name=parsed.name, version=parsed.version).first()
-    if existing is not None:
-        if existing.digest != digest:
-            raise CodebookConflict(
-                f"codebook {parsed.name} {parsed.version} already exists with different "
-                "content; a changed codebook needs a new version"
+@dataclass(frozen=True)
+class CodebookProblem:
+    """One thing wrong with a codebook file: a reason code, where (a JSON path such as
+    ``fields[2].grades``, or ``line 4, column 7`` for a file that is not JSON; empty for
+    the file as a whole) and a sentence for people."""
+
+    code: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"reason": self.code, "path": self.path, "message": self.message}
+
+
+class CodebookRefused(Exception):
+    """A codebook file that cannot be installed, with every problem found in it."""
+
+    def __init__(self, problems: Sequence[CodebookProblem], *, file_name: str = "") -> None:
+        self.problems = tuple(problems)
+        self.file_name = file_name
+        where = f"{file_name}: " if file_name else ""
+        count = len(self.problems)
+        listed = "; ".join(str(problem) for problem in self.problems)
+        super().__init__(
+            f"{where}{count} problem{'s' if count != 1 else ''}, nothing installed: {listed}"
+        )
+
+
+class CodebookConflict(CodebookRefused):
+    """A codebook version that a study uses exists with different content."""
+
+    def __init__(self, message: str, *, file_name: str = "") -> None:
+        super().__init__([CodebookProblem(CODEBOOK_IN_USE, "", message)], file_name=file_name)
+        self.message = message
+
+
+def _duplicate_keys_refused(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` keeps the last of two equal keys in an object; a codebook with two
+    ``fields`` would silently lose one, so such a file is refused."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        found[key] = value
+    return found
+
+
+def codebook_definition_from_bytes(*, data: bytes) -> Any:
+    """A codebook file's JSON value, or :class:`CodebookRefused` saying why it is not JSON
+    (with the line and column)."""
+    if len(data) > CODEBOOK_MAX_BYTES:
+        raise CodebookRefused(
+            [
+                CodebookProblem(
+                    codes.FILE_TOO_LARGE,
+                    "",
+                    f"the file is {len(data):,} bytes; a codebook file may have at most "
+                    f"{CODEBOOK_MAX_BYTES:,}",
+                )
+            ]
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CodebookRefused(
+            [
+                CodebookProblem(
+                    codes.INVALID_UTF8, f"byte {exc.start}", f"the file is not UTF-8: {exc.reason}"
+                )
+            ]
+        ) from None
+    try:
+        value = json.loads(
+            text.removeprefix("\ufeff"),
+            object_pairs_hook=_duplicate_keys_refused,
+            parse_constant=_constant_refused,
+        )
+    except RecursionError:
+        message = f"the file nests arrays or objects more than {MAX_DEPTH} levels deep"
+        raise CodebookRefused([CodebookProblem(codes.TOO_DEEP, "", message)]) from None
+    except json.JSONDecodeError as exc:
+        raise CodebookRefused(
+            [
+                CodebookProblem(
+                    codes.MALFORMED_JSON,
+                    f"line {exc.lineno}, column {exc.colno}",
+                    f"the file is not JSON: {exc.msg}",
+                )
+            ]
+        ) from None
+    except ValueError as exc:
+        raise CodebookRefused([CodebookProblem(codes.MALFORMED_JSON, "", str(exc))]) from None
+    else:
+        # NUL (which PostgreSQL's jsonb cannot hold), unpaired surrogates, deep nesting.
+        problem = text_problem(value)
+    if problem is not None:
+        raise CodebookRefused([CodebookProblem(problem.code, "", problem.message)])
+    return value
+
+
+def _constant_refused(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _problems_of(definition: Any) -> list[CodebookProblem]:
+    """Every problem of a codebook file's JSON value. Format 2 names all of them; format 1
+    (the first two codebooks) stops at the first, as its checker always has."""
+    version = definition.get("format_version") if isinstance(definition, dict) else None
+    if type(version) is int and version == 2:
+        return [CodebookProblem(p.code, p.path, p.message) for p in codebook_problems(definition)]
+    try:
+        parsed = codebook_from_dict(definition)
+    except ContractError as exc:
+        return [CodebookProblem(exc.code, "", exc.message)]
+    problems = []
+    for key in ("name", "version"):
+        limit = Codebook._meta.get_field(key).max_length
+        if len(getattr(parsed, key)) > limit:
+            problems.append(
+                CodebookProblem(codes.INVALID_FIELD, key, f"is longer than {limit} characters")
             )
-        return existing, False
-    row = Codebook.objects.create(
-        name=parsed.name,
-        version=parsed.version,
-        unit=definition["unit"],
-        title=definition.get("title") or f"{parsed.name} {parsed.version}",
-        definition=definition,
-        digest=digest,
+    return problems
+
+
+def codebook_check(*, definition: Any) -> Any:
+    """The parsed codebook, or :class:`CodebookRefused` listing every problem."""
+    problems = _problems_of(definition)
+    if problems:
+        raise CodebookRefused(problems)
+    return codebook_from_dict(definition)
+
+
+def codebook_install(*, definition: Any, file_name: str = "") -> tuple[Codebook, bool]:
+    """Store a codebook version. Installing the same content again changes nothing
+    (``created`` False); different content under the name and version of a codebook that
+    a study uses is refused (:class:`CodebookConflict`), as the database would refuse it;
+    an unused version may still be corrected, and is replaced."""
+    try:
+        parsed = codebook_check(definition=definition)
+    except CodebookRefused as exc:
+        raise CodebookRefused(exc.problems, file_name=file_name) from None
+    digest = canonical_digest(definition)
+    fields = {
+        "unit": definition["unit"],
+        "title": (definition.get("title") or f"{parsed.name} {parsed.version}")[:200],
+        "definition": definition,
+        "digest": digest,
+    }
+    try:
+        with transaction.atomic():
+            return _codebook_store(parsed, fields, file_name)
+    except IntegrityError:
+        # Another install of this name and version committed between the read and the
+        # insert: decide again against what it stored.
+        with transaction.atomic():
+            return _codebook_store(parsed, fields, file_name)
+
+
+def _codebook_store(parsed: Any, fields: dict[str, Any], file_name: str) -> tuple[Codebook, bool]:
+    existing = (
+        Codebook.objects.select_for_update()
+        .filter(name=parsed.name, version=parsed.version)
+        .first()
     )
-    return row, True
+    if existing is None:
+        return Codebook.objects.create(name=parsed.name, version=parsed.version, **fields), True
+    if existing.digest == fields["digest"]:
+        return existing, False
+    used = list(existing.studies.order_by("slug").values_list("slug", flat=True)[:2])
+    if used:
+        raise CodebookConflict(
+            f"codebook {parsed.name} {parsed.version} is already installed with different "
+            f"content and the study {used[0]!r}{' and others' if len(used) > 1 else ''} "
+            "uses it: a codebook in use never changes; give the changed file a new version",
+            file_name=file_name,
+        )
+    Codebook.objects.filter(pk=existing.pk).update(**fields)
+    existing.refresh_from_db()
+    return existing, True
+
+
+def codebook_install_bytes(*, data: bytes, file_name: str = "") -> tuple[Codebook, bool]:
+    """Install a codebook file's bytes (an upload): refused whole with every problem."""
+    try:
+        definition = codebook_definition_from_bytes(data=data)
+    except CodebookRefused as exc:
+        raise CodebookRefused(exc.problems, file_name=file_name) from None
+    return codebook_install(definition=definition, file_name=file_name)
 
 
 def codebook_install_file(*, path: Path) -> tuple[Codebook, bool]:
-    return codebook_install(definition=json.loads(path.read_text(encoding="utf-8")))
+    return codebook_install_bytes(data=path.read_bytes(), file_name=path.name)
+
+
+def codebooks_install_files(*, paths: Sequence[Path]) -> list[tuple[Codebook, bool]]:
+    """Install several files atomically: every file is checked, and if any is refused
+    nothing is installed and :class:`CodebookRefused` lists the problems of every bad file."""
+    problems: list[CodebookProblem] = []
+    installed: list[tuple[Codebook, bool]] = []
+    with transaction.atomic():
+        for path in paths:
+            try:
+                with transaction.atomic():
+                    installed.append(codebook_install_file(path=path))
+            except OSError as exc:
+                problems.append(
+                    CodebookProblem(UNREADABLE_FILE, str(path), exc.strerror or str(exc))
+                )
+            except CodebookRefused as exc:
+                problems.extend(
+                    CodebookProblem(
+                        p.code, f"{path.name}: {p.path}" if p.path else path.name, p.message
+                    )
+                    for p in exc.problems
+                )
+        if problems:
+            transaction.set_rollback(True)
+            raise CodebookRefused(problems)
+    return installed
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from audit.archive import api, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("codebooks/", views.codebooks, name="codebooks"),
+    path("new-study/", views.study_new, name="study-new"),
     path("studies/<slug:slug>/", views.study_detail, name="study-detail"),
     path("studies/<slug:slug>/imports/", views.study_import, name="study-import"),
     path(
@@ -17,6 +19,7 @@ urlpatterns = [
 
 api_urlpatterns = [
     path("studies/", api.StudyListApi.as_view(), name="api-studies"),
+    path("codebooks/", api.CodebookListApi.as_view(), name="api-codebooks"),
     path("studies/<slug:slug>/imports/", api.StudyImportApi.as_view(), name="api-study-import"),
     path(
         "studies/<slug:slug>/imports/<int:batch_id>/",

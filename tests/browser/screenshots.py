@@ -104,3 +104,29 @@ def test_screenshot_answer_claims_form(page, context, demo):
     expect(page.locator("#draft-status")).to_contain_text("Saved")
     page.evaluate("() => window.scrollTo(0, 0)")
     shoot(page, "annotate-answer-claims.png")
+
+
+def test_screenshot_codebook_install(page, context, demo, tmp_path):
+    """The codebooks page at 1280×720 after a refused upload: every problem where it is."""
+    import json
+
+    from django.conf import settings
+
+    value = json.loads(
+        (Path(settings.BASE_DIR) / "fixtures" / "codebooks" / "toxicity-1.0.0.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    value["version"] = "1.1.0"
+    value["layout"] = "tabs"
+    value["fields"][0]["grades"][1].pop("anchor")
+    value["fields"][1]["choices"] = []
+    draft = tmp_path / "toxicity-1.1.0.json"
+    draft.write_text(json.dumps(value, indent=2), encoding="utf-8")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    login_fast(context, demo.users["researcher"], demo.url)
+    page.goto("/codebooks/")
+    page.get_by_label("Codebook file (JSON)").set_input_files(str(draft))
+    page.get_by_role("button", name="Check and install").click()
+    expect(page.get_by_role("alert")).to_contain_text("3 problems")
+    shoot(page, "codebook-install.png")

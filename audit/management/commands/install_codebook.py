@@ -1,4 +1,4 @@
-"""python manage.py install_codebook PATH [PATH ...]"""
+"""python manage.py install_codebook FILE [FILE ...]"""
 
 from __future__ import annotations
 
@@ -6,21 +6,31 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.archive.services import CodebookConflict, codebook_install_file
-from audit.contract.errors import ContractError
+from audit.archive.services import CodebookRefused, codebooks_install_files
 
 
 class Command(BaseCommand):
-    help = "Store codebook versions from their JSON files; an installed version never changes."
+    help = (
+        "Install codebook versions from their JSON files, all or none: a file with any "
+        "problem installs nothing and every problem is listed. Installing the same content "
+        "again changes nothing; a version that a study uses never changes."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("paths", nargs="+", type=Path, metavar="FILE")
 
     def handle(self, *args: object, **options: object) -> None:
-        for path in options["paths"]:  # type: ignore[union-attr]
-            try:
-                row, created = codebook_install_file(path=path)
-            except (OSError, ValueError, ContractError, CodebookConflict) as exc:
-                raise CommandError(f"{path}: {exc}") from exc
-            verb = "installed" if created else "already installed"
-            self.stdout.write(f"{verb}: codebook {row.name} {row.version} ({row.digest[:12]})")
+        paths: list[Path] = options["paths"]  # type: ignore[assignment]
+        try:
+            installed = codebooks_install_files(paths=paths)
+        except CodebookRefused as exc:
+            count = len(exc.problems)
+            lines = [f"refused, nothing installed: {count} problem{'s' if count != 1 else ''}"]
+            lines += [f"  {problem} [{problem.code}]" for problem in exc.problems]
+            raise CommandError("\n".join(lines)) from exc
+        for path, (row, created) in zip(paths, installed, strict=True):
+            verb = "installed" if created else "already installed, unchanged"
+            self.stdout.write(
+                f"{verb}: codebook {row.name} {row.version} ({row.get_unit_display()}) "
+                f"from {path.name}, digest {row.digest[:12]}"
+            )
