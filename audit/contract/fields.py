@@ -73,7 +73,7 @@ CLAIM_KINDS = ("verifiable", "not_truth_apt")
 CLAIM_VERDICTS = ("supported", "accurate")
 ANNOTATION_KINDS = ("independent", "consensus", "adjudicated")
 
-_CODE = re.compile(r"[a-z][a-z0-9_]{0,39}|[A-Z][A-Za-z0-9_]{0,39}")
+_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELD_KEYS = frozenset(
     {
