@@ -16,6 +16,7 @@ If the broker cannot be reached the write still stands; the periodic sweep
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -100,18 +101,22 @@ def jobs_deferred() -> Iterator[None]:
         _deferred.reset(token)
 
 
-def _send(name: str, args: tuple) -> None:
+def _send(name: str, args: tuple, countdown: float = 0) -> None:
     if current_app.conf.task_always_eager:
-        _run_here(name, args)
+        _run_here(name, args)  # no waiting in eager mode: the job runs now
         return
     try:
-        current_app.send_task(name, args=args, retry=False)
+        if countdown:
+            current_app.send_task(name, args=args, retry=False, countdown=countdown)
+        else:
+            current_app.send_task(name, args=args, retry=False)
     except Exception:  # the broker is down or refuses: never lose the write
         logger.warning("could not queue %s%r; the sweep will catch up", name, args)
 
 
-def queue_job(name: str, *args: object) -> None:
-    """Queue the job registered as ``name`` once the current transaction commits."""
+def queue_job(name: str, *args: object, countdown: float = 0) -> None:
+    """Queue the job registered as ``name`` once the current transaction commits; with a
+    ``countdown``, for a worker to start it that many seconds later."""
     deferred = _deferred.get()
     if deferred is not None:
         pending, waiting = deferred
@@ -125,7 +130,10 @@ def queue_job(name: str, *args: object) -> None:
         return
 
     def send() -> None:
-        _send(name, args)
+        if countdown:
+            _send(name, args, countdown)
+        else:
+            _send(name, args)
 
     transaction.on_commit(send)
 
@@ -164,15 +172,15 @@ def debounce_key(name: str, study_id: int) -> str:
     return f"{MARK_PREFIX}:{connection.settings_dict['NAME']}:{name}:{study_id}"
 
 
-def _mark(name: str, study_id: int) -> bool:
+def _mark(name: str, study_id: int, seconds: int) -> bool:
     key = debounce_key(name, study_id)
     client = _marks_redis()
     if client is None:
-        return bool(cache.add(key, 1, timeout=DEBOUNCE_SECONDS))
-    return bool(client.set(key, 1, nx=True, ex=DEBOUNCE_SECONDS))
+        return bool(cache.add(key, 1, timeout=seconds))
+    return bool(client.set(key, 1, nx=True, ex=seconds))
 
 
-def queue_job_once(name: str, study_id: int) -> None:
+def queue_job_once(name: str, study_id: int, *, delay: float = 0) -> None:
     """Queue ``name(study_id)`` once the current transaction commits, unless one is
     already queued (and not yet started) for the study: a burst of events queues one
     job, not one per event. This is the one coalescing mechanism for every per-study
@@ -182,16 +190,20 @@ def queue_job_once(name: str, study_id: int) -> None:
     atomic SET NX in the broker's Redis (:func:`_marks_redis`), so it adds no database
     statement and no lock to the caller's transaction. The job calls
     :func:`debounce_release` as it starts, so an event during its run queues the next
-    one; the mark expires by itself after DEBOUNCE_SECONDS."""
+    one; the mark expires by itself DEBOUNCE_SECONDS after the job was due.
+
+    ``delay``: the job starts that many seconds after the first event (none in eager
+    mode), so that a refresh whose cost grows with the study runs at most once per
+    ``delay`` while people label, whatever the rate of events."""
 
     def mark_and_queue() -> None:
         try:
-            marked = _mark(name, study_id)
+            marked = _mark(name, study_id, DEBOUNCE_SECONDS + math.ceil(delay))
         except Exception:  # a mark that cannot be taken must not lose the work
             logger.warning("could not mark %s(%s) as queued; queueing it anyway", name, study_id)
             marked = True
         if marked:
-            queue_job(name, study_id)  # after the commit: sent (or collected) at once
+            queue_job(name, study_id, countdown=delay)  # after the commit: sent at once
 
     transaction.on_commit(mark_and_queue)
 

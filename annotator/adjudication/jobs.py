@@ -29,6 +29,7 @@ from audit.queueing import (
     OUTCOMES_PROCESS,
     OUTCOMES_SWEEP,
     RETRY,
+    STUDY_GATE_REFRESH,
     STUDY_OUTCOMES_REFRESH,
     STUDY_REPORT_REFRESH,
     debounce_release,
@@ -39,10 +40,14 @@ from audit.queueing import (
 
 def _follow_ups(study_id: int) -> None:
     """What new outcomes change: the reliability report (which refreshes the gate once
-    done), the gate and a large study's outcome counts, each coalesced per study."""
-    queue_job_once(STUDY_REPORT_REFRESH, study_id)
-    queue_gate_refresh(study_id)
-    queue_job_once(STUDY_OUTCOMES_REFRESH, study_id)
+    done), the gate and a large study's outcome counts, each coalesced per study and
+    started REFRESH_DELAY_SECONDS after the first outcome that asks for it: while people
+    label, each runs at most once per that many seconds (their cost grows with the study)
+    and the worker stays free for outcomes."""
+    delay = float(getattr(settings, "REFRESH_DELAY_SECONDS", 0))
+    queue_job_once(STUDY_REPORT_REFRESH, study_id, delay=delay)
+    queue_job_once(STUDY_GATE_REFRESH, study_id, delay=delay)
+    queue_job_once(STUDY_OUTCOMES_REFRESH, study_id, delay=delay)
 
 
 @shared_task(name=OUTCOMES_PROCESS, **RETRY)

@@ -156,3 +156,35 @@ def test_a_rolled_back_write_marks_nothing(monkeypatch):
         queueing.queue_job_once(queueing.STUDY_GATE_REFRESH, study.pk)
 
     assert sent == [(queueing.STUDY_GATE_REFRESH, (study.pk,))]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refreshes_after_outcomes_wait_and_run_once_per_delay(monkeypatch, settings):
+    """The report, gate and outcome counts follow outcomes REFRESH_DELAY_SECONDS later: a
+    second batch while they wait queues none of them again."""
+    study = make_study("delay", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    settings.REFRESH_DELAY_SECONDS = 10
+    sent = []
+    monkeypatch.setitem(current_app.conf, "task_always_eager", False)
+    monkeypatch.setattr(
+        current_app, "send_task", lambda name, **options: sent.append((name, options))
+    )
+
+    for name in ("ann_a", "ann_b"):
+        with transaction.atomic():
+            submit(study, people[name])
+        outcomes_process_job.run(study.pk)
+
+    refreshes = [(name, options) for name, options in sent if name != queueing.OUTCOMES_PROCESS]
+    assert sorted(refreshes) == [
+        (job, {"args": (study.pk,), "retry": False, "countdown": 10.0})
+        for job in sorted(
+            (
+                queueing.STUDY_GATE_REFRESH,
+                queueing.STUDY_OUTCOMES_REFRESH,
+                queueing.STUDY_REPORT_REFRESH,
+            )
+        )
+    ]
+    assert [name for name, _ in sent].count(queueing.OUTCOMES_PROCESS) == 2
