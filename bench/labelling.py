@@ -83,9 +83,7 @@ def open_database(name: str, *, reuse: bool) -> None:
     from django.db import connection
 
     connection.settings_dict.setdefault("TEST", {})["NAME"] = name
-    connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, keepdb=reuse, serialize=False
-    )
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=reuse, serialize=False)
 
 
 def drop_database(name: str) -> None:
