@@ -384,6 +384,68 @@ class Monitor:
         self.thread.join()
 
 
+# --- CPU time, whatever else runs on the machine ----------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2 :].split()  # from the state field on
+
+
+def _cpu(pid: int) -> float:
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / _TICK if fields else 0.0
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (gunicorn's and Celery's workers)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields:
+                parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(parents.get(pid, []))
+    return found
+
+
+def cpu_snapshot(servers: Servers, database: str) -> dict[str, dict[int, float]]:
+    """CPU seconds used so far by the web processes, the worker's processes and the
+    database's backends serving the bench database (connections persist, CONN_MAX_AGE)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [database],
+        )
+        backends = [row[0] for row in cursor.fetchall()]
+    web, worker = (process.pid for process in servers.processes)
+    return {
+        "web": {pid: _cpu(pid) for pid in _tree(web)},
+        "database": {pid: _cpu(pid) for pid in backends},
+        "worker": {pid: _cpu(pid) for pid in _tree(worker)},
+    }
+
+
+def cpu_used(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict:
+    """CPU seconds per group between two snapshots (a process born between them counts
+    from zero; one that ended between them is lost, which persistent connections avoid)."""
+    return {
+        group: sum(seconds - before[group].get(pid, 0.0) for pid, seconds in pids.items())
+        for group, pids in after.items()
+    }
+
+
 # --- a phase -----------------------------------------------------------------------------
 
 
@@ -407,6 +469,7 @@ class Phase:
     drain_s: float | None
     lags_s: list[float]
     exhausted: bool
+    cpu: dict[str, float]  # CPU seconds during the phase and its drain, per group
 
     @property
     def rate(self) -> float:
@@ -447,7 +510,9 @@ def lags(study_id: int, first_label: int) -> list[float]:
     ]
 
 
-def run_phase(args: argparse.Namespace, keys: list[str], annotators: int) -> Phase:
+def run_phase(
+    args: argparse.Namespace, keys: list[str], annotators: int, servers: Servers, database: str
+) -> Phase:
     from django.db import connection
 
     from annotator.labelling.models import Label
@@ -457,6 +522,8 @@ def run_phase(args: argparse.Namespace, keys: list[str], annotators: int) -> Pha
     study = Study.objects.get(slug=SLUG)
     first_label = Label.objects.order_by("-id").values_list("id", flat=True).first() or 0
     monitor = Monitor(study.pk, first_label)
+    cpu_before = cpu_snapshot(servers, database)
+    client_before = time.process_time()
     monitor.start()
     tallies = [Tally() for _ in range(annotators)]
     started = time.perf_counter()
@@ -480,6 +547,8 @@ def run_phase(args: argparse.Namespace, keys: list[str], annotators: int) -> Pha
             break
         time.sleep(SAMPLE_SECONDS / 2)
     monitor.stop()
+    cpu = cpu_used(cpu_before, cpu_snapshot(servers, database))
+    cpu["client"] = time.process_time() - client_before  # with the monitor's samples
     errors: dict[str, int] = {}
     for tally in tallies:
         for what, count in tally.errors.items():
@@ -496,6 +565,7 @@ def run_phase(args: argparse.Namespace, keys: list[str], annotators: int) -> Pha
         drain_s=drained,
         lags_s=lags(study.pk, first_label),
         exhausted=any(tally.exhausted for tally in tallies),
+        cpu=cpu,
     )
 
 
@@ -518,6 +588,26 @@ def describe(phase: Phase) -> list[str]:
         f"{statistics.median(lag):.2f} / {_pct(lag, 0.95):.2f} / {max(lag):.2f} | {drain} |"
     ]
 
+
+def cpu_line(phase: Phase) -> str:
+    """CPU milliseconds per next + submit cycle, per group, measured from /proc whatever
+    else the machine runs, and the rate the server side's CPU would allow on its cores."""
+    cycles = max(1, phase.submits)
+    per = {group: 1000 * seconds / cycles for group, seconds in phase.cpu.items()}
+    server = per["web"] + per["database"] + per["worker"]
+    cores = os.cpu_count() or 1
+    return (
+        f"| {phase.annotators} | {per['web']:.1f} | {per['database']:.1f} | "
+        f"{per['worker']:.1f} | {server:.1f} | {1000 * cores / server:.0f} | "
+        f"{per['client']:.1f} |"
+    )
+
+
+CPU_HEADER = [
+    "| annotators | web CPU ms | database CPU ms | worker CPU ms | server CPU ms "
+    "| submits/s its cores allow | client CPU ms |",
+    "|---:|---:|---:|---:|---:|---:|---:|",
+]
 
 HEADER = [
     "| annotators | submits/s | next p50 / p95 / p99 ms | submit p50 / p95 / p99 ms "
@@ -651,9 +741,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load = os.getloadavg()
         for annotators in phases:
-            phase = run_phase(args, keys, annotators)
+            phase = run_phase(args, keys, annotators, servers, database)
             results.append(phase)
             print("\n".join(HEADER + describe(phase)), flush=True)
+            print("\n".join([*CPU_HEADER, cpu_line(phase)]), flush=True)
             if phase.errors:
                 print(f"errors: {phase.errors}", flush=True)
     finally:
@@ -685,7 +776,12 @@ def main(argv: list[str] | None = None) -> int:
             f"({machine()}).\n\n"
             + "\n".join(summary)
             + "\n\n"
-            + "\n".join(HEADER + [line for phase in results for line in describe(phase)]),
+            + "\n".join(HEADER + [line for phase in results for line in describe(phase)])
+            + "\n\nCPU time per next + submit cycle (from /proc: gunicorn's processes, "
+            "the PostgreSQL backends serving the bench database, Celery's processes; "
+            "during the phase and its drain), and the submissions per second that the "
+            "server side's CPU would allow on this machine's cores if nothing else ran:\n\n"
+            + "\n".join([*CPU_HEADER, *(cpu_line(phase) for phase in results)]),
         )
     failed = any(phase.errors or phase.duplicates for phase in results)
     return 1 if failed else 0
