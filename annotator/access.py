@@ -77,15 +77,23 @@ def setup_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser) -> None:
         _refuse(user, "may not install codebooks or create studies", PermissionDenied)
 
 
-def study_get_for_member(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
+def _study_with_roles(
+    *, user: AbstractBaseUser | AnonymousUser, slug: str
+) -> tuple[Study, set[str]]:
+    """The study, for its members (and superusers), with the user's roles in it."""
     study = Study.objects.select_related("codebook").filter(slug=slug).first()
     if study is None:
         _refuse(user, f"no study {slug!r}", Http404)
     if not user.is_authenticated:
         _refuse(user, f"anonymous access to study {slug!r}", Http404)
-    if not user.is_superuser and not roles_in_study(user=user, study=study):
+    roles = roles_in_study(user=user, study=study)
+    if not user.is_superuser and not roles:
         _refuse(user, f"not a member of study {slug!r}", Http404)
-    return study
+    return study, roles
+
+
+def study_get_for_member(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
+    return _study_with_roles(user=user, slug=slug)[0]
 
 
 def study_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
@@ -98,8 +106,8 @@ def study_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser, slug: st
 
 
 def study_get_for_annotator(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
-    study = study_get_for_member(user=user, slug=slug)
-    if Role.ANNOTATOR not in roles_in_study(user=user, study=study):
+    study, roles = _study_with_roles(user=user, slug=slug)
+    if Role.ANNOTATOR not in roles:
         _refuse(user, f"not an annotator of study {slug!r}", PermissionDenied)
     return study
 

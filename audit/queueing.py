@@ -16,22 +16,20 @@ If the broker cannot be reached the write still stands; the periodic sweep
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import timedelta
+from typing import Any
 
 from celery import current_app
 from django.core.cache import cache
-from django.db import DatabaseError, transaction
-from django.db.models import Q
-from django.utils import timezone
-
-from audit.ledger.models import StudyGate
+from django.db import DatabaseError, connection, transaction
 
 logger = logging.getLogger("claimgate.jobs")
 
 LABEL_SUBMITTED = "claimgate.label_submitted"
+OUTCOMES_PROCESS = "claimgate.outcomes_process"
 LABEL_ADJUDICATED = "claimgate.label_adjudicated"
 OUTCOMES_SWEEP = "claimgate.outcomes_sweep"
 STUDY_GATE_REFRESH = "claimgate.study_gate_refresh"
@@ -41,6 +39,7 @@ STUDY_OUTCOMES_REFRESH = "claimgate.study_outcomes_refresh"
 #: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
 JOBS = (
     LABEL_SUBMITTED,
+    OUTCOMES_PROCESS,
     LABEL_ADJUDICATED,
     OUTCOMES_SWEEP,
     STUDY_GATE_REFRESH,
@@ -102,18 +101,22 @@ def jobs_deferred() -> Iterator[None]:
         _deferred.reset(token)
 
 
-def _send(name: str, args: tuple) -> None:
+def _send(name: str, args: tuple, countdown: float = 0) -> None:
     if current_app.conf.task_always_eager:
-        _run_here(name, args)
+        _run_here(name, args)  # no waiting in eager mode: the job runs now
         return
     try:
-        current_app.send_task(name, args=args, retry=False)
+        if countdown:
+            current_app.send_task(name, args=args, retry=False, countdown=countdown)
+        else:
+            current_app.send_task(name, args=args, retry=False)
     except Exception:  # the broker is down or refuses: never lose the write
         logger.warning("could not queue %s%r; the sweep will catch up", name, args)
 
 
-def queue_job(name: str, *args: object) -> None:
-    """Queue the job registered as ``name`` once the current transaction commits."""
+def queue_job(name: str, *args: object, countdown: float = 0) -> None:
+    """Queue the job registered as ``name`` once the current transaction commits; with a
+    ``countdown``, for a worker to start it that many seconds later."""
     deferred = _deferred.get()
     if deferred is not None:
         pending, waiting = deferred
@@ -127,56 +130,108 @@ def queue_job(name: str, *args: object) -> None:
         return
 
     def send() -> None:
-        _send(name, args)
+        if countdown:
+            _send(name, args, countdown)
+        else:
+            _send(name, args)
 
     transaction.on_commit(send)
 
 
-#: How long a queued debounced job keeps others of its name and study from queueing.
+#: How long a queued coalesced job keeps others of its name and study from queueing: a
+#: message lost on the way (the broker restarted) delays the work by at most this long,
+#: since the next event after it queues again (and the sweep catches outcomes up).
 DEBOUNCE_SECONDS = 60
+MARK_PREFIX = "claimgate:queued"
+
+_mark_clients: dict[str, Any] = {}
+
+
+def _marks_redis() -> Any | None:
+    """Where the marks live: the broker's own Redis, beside the queue they describe, so
+    that every web process and every worker that shares the queue shares the marks. None
+    in eager mode (the job runs in this process: the local cache will do) or with a broker
+    that is not Redis (then the cache, which production requires to be a shared Redis)."""
+    if current_app.conf.task_always_eager:
+        return None
+    url = str(current_app.conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    client = _mark_clients.get(url)
+    if client is None:
+        import redis
+
+        client = _mark_clients[url] = redis.Redis.from_url(
+            url, socket_timeout=2, socket_connect_timeout=2
+        )
+    return client
 
 
 def debounce_key(name: str, study_id: int) -> str:
-    return f"claimgate:queued:{name}:{study_id}"
+    # The database's name too: a study id means something only in its database.
+    return f"{MARK_PREFIX}:{connection.settings_dict['NAME']}:{name}:{study_id}"
 
 
-def queue_job_once(name: str, study_id: int) -> bool:
-    """Queue ``name(study_id)`` unless one is already queued (and not yet started) for the
-    study: a burst of events queues one job, not one per event. The job calls
-    ``debounce_release`` as it starts, so an event during its run queues the next one.
-    The mark lives in the cache (shared Redis in production) and expires by itself,
-    so a lost message delays the work by at most DEBOUNCE_SECONDS. True when queued."""
-    if not cache.add(debounce_key(name, study_id), 1, timeout=DEBOUNCE_SECONDS):
-        return False
-    queue_job(name, study_id)
-    return True
+def _mark(name: str, study_id: int, seconds: int) -> bool:
+    key = debounce_key(name, study_id)
+    client = _marks_redis()
+    if client is None:
+        return bool(cache.add(key, 1, timeout=seconds))
+    return bool(client.set(key, 1, nx=True, ex=seconds))
+
+
+def queue_job_once(name: str, study_id: int, *, delay: float = 0) -> None:
+    """Queue ``name(study_id)`` once the current transaction commits, unless one is
+    already queued (and not yet started) for the study: a burst of events queues one
+    job, not one per event. This is the one coalescing mechanism for every per-study
+    refresh — outcomes, the gate, the reliability report, the outcome counts.
+
+    The mark is taken after the commit (a rolled-back write marks nothing) with one
+    atomic SET NX in the broker's Redis (:func:`_marks_redis`), so it adds no database
+    statement and no lock to the caller's transaction. The job calls
+    :func:`debounce_release` as it starts, so an event during its run queues the next
+    one; the mark expires by itself DEBOUNCE_SECONDS after the job was due.
+
+    ``delay``: the job starts that many seconds after the first event (none in eager
+    mode), so that a refresh whose cost grows with the study runs at most once per
+    ``delay`` while people label, whatever the rate of events."""
+
+    def mark_and_queue() -> None:
+        try:
+            marked = _mark(name, study_id, DEBOUNCE_SECONDS + math.ceil(delay))
+        except Exception:  # a mark that cannot be taken must not lose the work
+            logger.warning("could not mark %s(%s) as queued; queueing it anyway", name, study_id)
+            marked = True
+        if marked:
+            queue_job(name, study_id, countdown=delay)  # after the commit: sent at once
+
+    transaction.on_commit(mark_and_queue)
 
 
 def debounce_release(name: str, study_id: int) -> None:
-    cache.delete(debounce_key(name, study_id))
+    """Called by a coalesced job as it starts: from now on an event queues another run."""
+    key = debounce_key(name, study_id)
+    try:
+        client = _marks_redis()
+        if client is None:
+            cache.delete(key)
+        else:
+            client.delete(key)
+    except Exception:  # the mark then expires by itself
+        logger.warning("could not clear the queued mark of %s(%s)", name, study_id)
 
 
-#: A gate refresh queued this long ago and still not started is taken as lost (the
-#: broker was down, the message dropped): the next request queues another.
-GATE_REFRESH_STALE_SECONDS = 300
+def marks_clear() -> int:
+    """Forget every queued mark of this database (tests: ids come back after a rollback)."""
+    client = _marks_redis()
+    if client is None:
+        return 0
+    keys = list(client.scan_iter(f"{MARK_PREFIX}:{connection.settings_dict['NAME']}:*"))
+    return client.delete(*keys) if keys else 0
 
 
-def queue_gate_refresh(study_id: int) -> bool:
-    """Queue the study's gate refresh (``STUDY_GATE_REFRESH``) unless one is already
-    queued and not yet started. Every event that can change a gate calls this — a
-    submission, an adjudication, a report, a partition change, a freeze — so a burst of
-    a thousand submissions queues one refresh, not a thousand: the first request marks
-    the study's gate row (one conditional UPDATE, in the caller's transaction), the rest
-    find the mark and queue nothing, and the job clears the mark when it starts, so that a
-    change committed during a run is refreshed by a run of its own. True when queued."""
-    now = timezone.now()
-    stale = now - timedelta(seconds=GATE_REFRESH_STALE_SECONDS)
-    marked = (
-        StudyGate.objects.filter(study_id=study_id)
-        .filter(Q(refresh_requested_at__isnull=True) | Q(refresh_requested_at__lt=stale))
-        .update(refresh_requested_at=now)
-    )
-    if not marked and StudyGate.objects.filter(study_id=study_id).exists():
-        return False  # a refresh is queued and has not started: it will see this change
-    queue_job(STUDY_GATE_REFRESH, study_id)
-    return True
+def queue_gate_refresh(study_id: int) -> None:
+    """Queue the study's gate refresh (``STUDY_GATE_REFRESH``), coalesced as every
+    per-study refresh is (:func:`queue_job_once`). Every event that can change a gate
+    calls this — outcomes, an adjudication, a report, a partition change, a freeze."""
+    queue_job_once(STUDY_GATE_REFRESH, study_id)

@@ -1,8 +1,9 @@
 """/healthz: can this process reach the database, the broker and a worker?
 
 Anyone (a load balancer, a monitor) learns up or down: ``{"ok": true|false}`` with 200 or
-503. Staff see what stands behind it: each dependency, the workers' names and how many jobs
-wait in the queue. Names of hosts and queues are nobody else's business.
+503. Staff see what stands behind it: each dependency, the workers' names, how many jobs
+wait in the queue, and how many labels wait for their outcome and for how long (the lag).
+Names of hosts and queues are nobody else's business.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
+from annotator.labelling.selectors import outcomes_backlog
 from config.celery import app as celery_app
 
 
@@ -82,6 +84,17 @@ def _workers(broker_ok: bool) -> dict[str, Any]:
     return seen
 
 
+def _outcomes() -> dict[str, Any]:
+    """Labels waiting for their outcome and how long the oldest has waited (seconds): the
+    background work's lag, beside the queue's depth."""
+    try:
+        backlog = outcomes_backlog()
+    except Exception as exc:
+        return {"error": type(exc).__name__}
+    lag = (timezone.now() - backlog.oldest).total_seconds() if backlog.oldest else 0.0
+    return {"waiting": backlog.waiting, "lag_seconds": round(max(lag, 0.0), 1)}
+
+
 def healthz(request: HttpRequest) -> JsonResponse:
     database = _database()
     broker = _broker()
@@ -92,5 +105,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"ok": ok}, status=status)
     if broker["ok"] and broker.get("mode") == "broker":
         broker["queued"] = _queue_depth()
-    body = {"ok": ok, "database": database, "broker": broker, "workers": workers}
+    body = {
+        "ok": ok,
+        "database": database,
+        "broker": broker,
+        "workers": workers,
+        "outcomes": _outcomes() if database["ok"] else {"error": "database unreachable"},
+    }
     return JsonResponse(body, status=status)

@@ -6,7 +6,13 @@ from __future__ import annotations
 from celery import shared_task
 
 from audit.archive.models import Study
-from audit.queueing import RETRY, STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
+from audit.queueing import (
+    RETRY,
+    STUDY_REPORT_REFRESH,
+    debounce_release,
+    queue_gate_refresh,
+    queue_job_once,
+)
 from metrics.models import ReportStatus, StudyReport
 from metrics.services import report_refresh
 
@@ -16,12 +22,13 @@ def study_report_refresh(study_id: int) -> str:
     """Recompute the study's reliability report, debounced: a request while one is queued
     adds nothing, and a study never has two runs at a time (metrics.services). The gate is
     refreshed afterwards (its ``reliability_reported`` stage reads the report)."""
+    debounce_release(STUDY_REPORT_REFRESH, study_id)
     study = Study.objects.select_related("codebook").get(pk=study_id)
     report = report_refresh(study=study)
     if StudyReport.objects.filter(study=study, status=ReportStatus.QUEUED).exists() and (
         not StudyReport.objects.filter(study=study, status=ReportStatus.RUNNING).exists()
     ):
-        queue_job(STUDY_REPORT_REFRESH, study_id)  # left over after MAX_RUNS_PER_REFRESH
+        queue_job_once(STUDY_REPORT_REFRESH, study_id)  # left over after MAX_RUNS_PER_REFRESH
     if report is None:
         return "debounced"
     queue_gate_refresh(study_id)

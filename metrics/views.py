@@ -27,7 +27,7 @@ from audit.archive.models import Study
 from audit.ledger.downloads import csv_response
 from audit.ledger.gate import STAGE_LABELS
 from audit.partitions.selectors import PARTITION_LABELS
-from audit.queueing import STUDY_REPORT_REFRESH, queue_job
+from audit.queueing import STUDY_REPORT_REFRESH, queue_job_once
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
 from metrics.models import StudyReport
@@ -306,7 +306,7 @@ def study_reliability_status(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def study_reliability_recompute(request: HttpRequest, slug: str) -> HttpResponse:
     study = study_get_for_researcher(user=request.user, slug=slug)
-    queue_job(STUDY_REPORT_REFRESH, study.pk)
+    queue_job_once(STUDY_REPORT_REFRESH, study.pk)
     messages.success(request, "The reliability report is being recomputed by a worker.")
     return redirect(reverse("study-reliability", args=[study.slug]))
 

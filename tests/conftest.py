@@ -3,6 +3,7 @@ reason when the service is absent, except under CI=true, where that is a failure
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -319,3 +320,9 @@ def _fresh_local_cache():
 
     if isinstance(caches["default"], LocMemCache):
         caches["default"].clear()
+    from audit.queueing import marks_clear
+
+    # The coalescing marks kept beside a Redis broker's queue (this database's only); with
+    # no broker reachable nothing was marked there either.
+    with contextlib.suppress(Exception):
+        marks_clear()

@@ -12,8 +12,9 @@ def test_healthz_reports_each_dependency_to_staff(admin_client):
     response = admin_client.get("/healthz")
 
     body = response.json()
-    assert set(body) == {"ok", "database", "broker", "workers"}
+    assert set(body) == {"ok", "database", "broker", "workers", "outcomes"}
     assert body["database"]["ok"] is True
+    assert body["outcomes"] == {"waiting": 0, "lag_seconds": 0.0}
     assert response.status_code == (200 if body["ok"] else 503)
 
 
@@ -70,3 +71,26 @@ def test_the_workers_answer_is_reused_for_a_few_seconds(admin_client):
     assert second == first  # the same answer, asked once
     cache.delete(WORKERS_CACHE_KEY)
     assert admin_client.get("/healthz").json()["workers"]["checked_at"] >= first["checked_at"]
+
+
+def test_healthz_shows_staff_the_labels_waiting_for_their_outcome(admin_client):
+    """The background work's lag: labels submitted whose outcome is not in the ledger yet,
+    and how long the oldest has waited."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotator.labelling.models import OutcomeWaiting
+    from tests.annotation.conftest import add_people, make_study
+    from tests.ledger.test_outcome_batches import submit
+
+    study = make_study("health", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    for name in ("ann_a", "ann_b"):
+        submit(study, people[name])  # the test's transaction never commits: no job runs
+    OutcomeWaiting.objects.update(created_at=timezone.now() - timedelta(seconds=30))
+
+    outcomes = admin_client.get("/healthz").json()["outcomes"]
+
+    assert outcomes["waiting"] == 2
+    assert 30 <= outcomes["lag_seconds"] < 60

@@ -48,6 +48,7 @@ TABLES = {
     "annotator.Label": "annotator_label",
     "annotator.LabelSight": "annotator_labelsight",
     "annotator.Membership": "annotator_membership",
+    "annotator.OutcomeWaiting": "annotator_outcomewaiting",
     "metrics.StudyReport": "metrics_studyreport",
 }
 

@@ -13,17 +13,17 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotator.errors import AnnotationError
-from annotator.labelling.models import Label, LabelKind, SightVia
+from annotator.labelling.models import Label, LabelKind, OutcomeWaiting, SightVia
 from annotator.labelling.selectors import label_record
 from annotator.labelling.services import LabelRefused, labels_seen_record, text_refusal
 from annotator.memberships.models import Role
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
-from audit.archive.records import record_build, unit_content
-from audit.archive.selectors import codebook_registry
+from audit.archive.records import UNIT_VALUES, record_build, unit_content, unit_contents_of
+from audit.archive.selectors import codebook_registry, codebook_registry_of
 from audit.contract import check_record
 from audit.contract.endpoint import VERDICTS
-from audit.ledger.chain import ledger_append
+from audit.ledger.chain import Outcome, ledger_append, ledger_append_many
 from audit.ledger.models import LedgerEntry
 from audit.queueing import LABEL_ADJUDICATED, queue_job
 
@@ -68,6 +68,143 @@ def label_outcome(*, label: Label) -> LedgerEntry:
         study=study, unit=label.unit, unit_digest=label.unit.digest, result=result, kind=label.kind
     )
     return entry
+
+
+#: Waiting labels taken per transaction by :func:`outcomes_process`.
+OUTCOME_BATCH = 500
+
+
+def outcomes_process(*, study_id: int, limit: int = OUTCOME_BATCH) -> int:
+    """Every label of the study waiting for its outcome (:class:`OutcomeWaiting`), up to
+    ``limit``, in bulk and in one transaction: the records rebuilt and checked, their
+    outcomes appended to the ledger at once, the units' adjudication states recomputed,
+    consensus records created (with their outcomes) where the labels agree, and the
+    waiting rows deleted. Rows another worker holds are skipped (SKIP LOCKED), so two
+    runs never take the same labels; a label already in the ledger is not appended
+    again. Returns how many waiting labels were taken (0: nothing left)."""
+    with transaction.atomic():
+        taken = list(
+            OutcomeWaiting.objects.select_for_update(skip_locked=True)
+            .filter(study_id=study_id)
+            .order_by("label_id")
+            .values_list("label_id", flat=True)[:limit]
+        )
+        if not taken:
+            return 0
+        study = Study.objects.select_related("codebook").get(pk=study_id)
+        labels = list(Label.objects.filter(pk__in=taken).order_by("id"))
+        unit_ids = sorted({label.unit_id for label in labels})
+        # Locked in id order: a run beside this one waits here rather than deciding the
+        # same unit's state from half of its labels.
+        units = list(
+            Unit.objects.select_for_update(of=("self",))
+            .filter(pk__in=unit_ids)
+            .order_by("id")
+            .values(*UNIT_VALUES)
+        )
+        contents = unit_contents_of(study=study, units=units)
+        digests = {unit["id"]: unit["digest"] for unit in units}
+        registry = codebook_registry_of(codebook=study.codebook)
+        outcomes = [
+            _outcome(study, contents[label.unit_id], label, registry, digests) for label in labels
+        ]
+        ledger_append_many(study=study, outcomes=outcomes)
+        consensus = _units_state_recompute(
+            study=study, states={u["id"]: u["state"] for u in units}, contents=contents
+        )
+        ledger_append_many(
+            study=study,
+            outcomes=[
+                _outcome(study, contents[label.unit_id], label, registry, digests)
+                for label in consensus
+            ],
+        )
+        OutcomeWaiting.objects.filter(label_id__in=taken).delete()
+    return len(taken)
+
+
+def _outcome(
+    study: Study,
+    content: Any,
+    label: Label,
+    registry: dict[tuple[str, str], Any],
+    digests: dict[int, str],
+) -> Outcome:
+    record = record_build(
+        study=study, content=content, annotation=label.annotation, parents=label.parents
+    )
+    return Outcome(
+        unit_id=label.unit_id,
+        unit_digest=digests[label.unit_id],
+        result=check_record(record, registry),
+        kind=label.kind,
+    )
+
+
+def _units_state_recompute(
+    *, study: Study, states: dict[int, str], contents: dict[int, Any]
+) -> list[Label]:
+    """:func:`unit_state_recompute` for many units of one study in a fixed number of
+    queries; returns the consensus labels created."""
+    open_ids = [pk for pk, state in states.items() if state != UnitState.ADJUDICATED]
+    latest: dict[tuple[int, int], Label] = {}
+    for label in Label.objects.filter(unit_id__in=open_ids, kind=LabelKind.INDEPENDENT):
+        key = (label.unit_id, label.annotator_id)
+        if key not in latest or latest[key].revision < label.revision:
+            latest[key] = label
+    heads: dict[int, list[Label]] = {pk: [] for pk in open_ids}
+    for label in sorted(latest.values(), key=lambda row: row.pk):
+        heads[label.unit_id].append(label)
+    priorities = dict(
+        LedgerEntry.objects.filter(
+            record_digest__in=[label.record_digest for label in latest.values()],
+            priority__isnull=False,
+        ).values_list("record_digest", "priority")
+    )
+    finals: dict[int, set[str]] = {}
+    for unit_id, digest in Label.objects.filter(
+        unit_id__in=open_ids, kind=LabelKind.CONSENSUS
+    ).values_list("unit_id", "record_digest"):
+        finals.setdefault(unit_id, set()).add(digest)
+    registry = codebook_registry_of(codebook=study.codebook)
+    created: list[Label] = []
+    updates: list[Unit] = []
+    for unit_id in open_ids:
+        unit_heads = heads[unit_id]
+        if not unit_heads:
+            state = UnitState.OPEN
+        elif len(unit_heads) < study.overlap:
+            state = UnitState.PARTIALLY_LABELLED
+        elif len({judgments_of(h.annotation, study.codebook.unit) for h in unit_heads}) == 1:
+            state = UnitState.AGREED
+            annotation = consensus_annotation(study=study, heads=unit_heads)
+            parents = sorted(h.record_digest for h in unit_heads)
+            record = record_build(
+                study=study, content=contents[unit_id], annotation=annotation, parents=parents
+            )
+            if record["record_digest"] not in finals.get(unit_id, set()):
+                result = check_record(record, registry)
+                if not result.ok:  # agreeing valid labels always merge into a valid record
+                    raise LabelRefused(result.message or "refused", code=result.reason)
+                created.append(
+                    Label(
+                        study=study,
+                        unit_id=unit_id,
+                        kind=LabelKind.CONSENSUS,
+                        revision=len(finals.get(unit_id, ())) + 1,
+                        annotation=record["annotation"],
+                        parents=parents,
+                        record_digest=record["record_digest"],
+                        codebook_digest=study.codebook.digest,
+                    )
+                )
+        else:
+            state = UnitState.DISPUTED
+        known = [priorities[h.record_digest] for h in unit_heads if h.record_digest in priorities]
+        updates.append(Unit(pk=unit_id, state=state, priority=fmean(known) if known else None))
+    Label.objects.bulk_create(created)
+    Unit.objects.bulk_update(updates, ["state", "priority"])
+    return created
 
 
 def _merge_spans(annotations: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

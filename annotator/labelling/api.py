@@ -52,7 +52,7 @@ from annotator.labelling.services import (
     label_submit,
 )
 from annotator.labelling.throttling import SubmitThrottle
-from audit.archive.models import CodebookUnit
+from audit.archive.models import CodebookUnit, Unit
 from config.api import StrictCharField
 
 INVALID_IF_MATCH = "invalid_if_match"
@@ -272,8 +272,9 @@ class AssignmentDetailOutput(serializers.Serializer):
         ref_name = "AssignmentDetail"
 
 
-def assignment_detail(assignment: Assignment) -> dict[str, Any]:
-    """Everything the caller needs to annotate: a fixed number of queries."""
+def assignment_detail(assignment: Assignment, *, new: bool = False) -> dict[str, Any]:
+    """Everything the caller needs to annotate: a fixed number of queries (one, the unit's
+    content, for an assignment handed out just now: it has no draft and no label yet)."""
     study = assignment.study
     return AssignmentDetailOutput(
         {
@@ -281,14 +282,14 @@ def assignment_detail(assignment: Assignment) -> dict[str, Any]:
             "study": study.slug,
             "assigned_at": assignment.assigned_at,
             "submitted_at": assignment.submitted_at,
-            "unit": unit_content(unit=assignment.unit),
+            "unit": unit_content(unit=Unit(pk=assignment.unit_id)),
             "codebook": {
                 "name": study.codebook.name,
                 "version": study.codebook.version,
                 "definition": codebook_for_annotator(study.codebook.definition),
             },
-            "draft": draft_of(assignment=assignment),
-            "head": label_head(assignment=assignment),
+            "draft": None if new else draft_of(assignment=assignment),
+            "head": None if new else label_head(assignment=assignment),
         }
     ).data
 
@@ -354,12 +355,14 @@ class AssignmentNextApi(AnnotatorApi):
         assignment = assignment_next(study=study, annotator=request.user)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment.pk)
+        # The queue hands out the caller's own units of this study only (access checked
+        # above): the study as read there serves the answer, not read again.
+        assignment.study = study
         if had_open:
             return Response(assignment_detail(assignment))
         location = reverse("api-assignment", args=[assignment.pk], request=request)
         return Response(
-            assignment_detail(assignment),
+            assignment_detail(assignment, new=True),
             status=status.HTTP_201_CREATED,
             headers={"Location": location},
         )

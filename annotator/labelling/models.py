@@ -129,3 +129,22 @@ class LabelSight(models.Model):
 
     def __str__(self) -> str:
         return f"user {self.user_id} saw the labels of unit {self.unit_id} ({self.via})"
+
+
+class OutcomeWaiting(models.Model):
+    """A submitted label whose outcome is not in the claim ledger yet: written with the
+    label, in its transaction, and deleted by the job that appends the outcome
+    (``annotator.adjudication.services.outcomes_process``), which takes every waiting label
+    of a study at once. The oldest row's age is the outcome lag that /healthz shows."""
+
+    label = models.OneToOneField(
+        Label, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    study = models.ForeignKey("audit.Study", on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["study", "label"], name="outcome_waiting_study")]
+
+    def __str__(self) -> str:
+        return f"label {self.label_id} waiting for its outcome"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Min, Q
 
-from annotator.labelling.models import Assignment, Draft, Label, LabelKind
+from annotator.labelling.models import Assignment, Draft, Label, LabelKind, OutcomeWaiting
 from audit.archive.models import Study
 from audit.archive.records import UnitContent, record_build, unit_content
 
@@ -19,6 +20,7 @@ __all__ = [
     "label_head",
     "label_record",
     "labels_of_assignment",
+    "outcomes_backlog",
     "unit_content",
 ]
 
@@ -97,3 +99,16 @@ def assignments_of(
     if limit is not None:
         rows = rows[offset : offset + limit]
     return list(rows)
+
+
+@dataclass(frozen=True)
+class OutcomesBacklog:
+    waiting: int  # labels whose outcome is not in the ledger yet
+    oldest: datetime | None  # when the longest-waiting one was submitted
+
+
+def outcomes_backlog() -> OutcomesBacklog:
+    """Labels waiting for their outcome, every study: one aggregate over a table that the
+    outcomes job keeps empty (the oldest row's age is the outcome lag)."""
+    row = OutcomeWaiting.objects.aggregate(waiting=Count("pk"), oldest=Min("created_at"))
+    return OutcomesBacklog(waiting=row["waiting"], oldest=row["oldest"])

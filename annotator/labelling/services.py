@@ -9,20 +9,27 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
-from annotator.labelling.models import Assignment, Draft, Label, LabelKind, LabelSight
-from annotator.labelling.selectors import label_head, unit_content
-from annotator.memberships.services import pseudonym_of
+from annotator.labelling.models import (
+    Assignment,
+    Draft,
+    Label,
+    LabelKind,
+    LabelSight,
+    OutcomeWaiting,
+)
+from annotator.labelling.selectors import unit_content
+from annotator.memberships.services import pseudonym_of_user_id
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
-from audit.archive.selectors import codebook_registry
+from audit.archive.selectors import codebook_registry_of
 from audit.contract import check_record
 from audit.contract.errors import ContractError
 from audit.contract.texts import text_problem
-from audit.queueing import LABEL_SUBMITTED, queue_job
+from audit.queueing import OUTCOMES_PROCESS, queue_job_once
 
 # Re-exported: the record of a label is built by audit.archive.records, and every refusal
 # here is an AnnotationError (annotator.errors).
@@ -287,6 +294,35 @@ def _replayed(label: Label, assignment: Assignment) -> Submission:
     return Submission(label=label, replayed=True)
 
 
+def _study_of(assignment: Assignment) -> Study:
+    """The assignment's study with its codebook: as the access check loaded it, else read."""
+    if Assignment.study.is_cached(assignment) and Study.codebook.is_cached(assignment.study):
+        return assignment.study
+    return Study.objects.select_related("codebook").get(pk=assignment.study_id)
+
+
+def _replay_and_head(
+    assignment: Assignment, submission_id: uuid.UUID
+) -> tuple[Label | None, Label | None]:
+    """In one query: the label this submission id already made (on any assignment of
+    this person), and the person's latest revision on this assignment's unit."""
+    rows = Label.objects.filter(annotator_id=assignment.annotator_id).filter(
+        Q(client_submission_id=submission_id)
+        | Q(unit_id=assignment.unit_id, kind=LabelKind.INDEPENDENT)
+    )
+    replay = head = None
+    for label in rows:
+        if label.client_submission_id == submission_id:
+            replay = label
+        if (
+            label.unit_id == assignment.unit_id
+            and label.kind == LabelKind.INDEPENDENT
+            and (head is None or label.revision > head.revision)
+        ):
+            head = label
+    return replay, head
+
+
 def label_submit(
     *,
     assignment: Assignment,
@@ -309,23 +345,32 @@ def label_submit(
             "client_submission_id must be a UUID", code="invalid_submission_id"
         ) from exc
     text_refusal(annotation, "annotation", LabelRefused)
-    replay = Label.objects.filter(
-        annotator_id=assignment.annotator_id, client_submission_id=submission_id
-    ).first()
-    if replay is not None:
-        return _replayed(replay, assignment)
-
-    study = Study.objects.select_related("codebook").get(pk=assignment.study_id)
+    study = _study_of(assignment)
     with transaction.atomic():
-        # Serializes submissions on this assignment (PostgreSQL row lock).
-        Assignment.objects.select_for_update().filter(pk=assignment.pk).first()
-        if labels_seen_by(user_id=assignment.annotator_id, unit_id=assignment.unit_id):
+        # Serializes submissions on this assignment (PostgreSQL row lock), and reads in the
+        # same statement whether this person has been shown the unit's labels.
+        seen = (
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(pk=assignment.pk)
+            .annotate(
+                seen=Exists(
+                    LabelSight.objects.filter(
+                        user_id=assignment.annotator_id, unit_id=assignment.unit_id
+                    )
+                )
+            )
+            .values_list("seen", flat=True)
+            .first()
+        )
+        replay, head = _replay_and_head(assignment, submission_id)
+        if replay is not None:
+            return _replayed(replay, assignment)
+        if seen is None or seen:  # a slot is only taken back once its labels were seen
             raise LabelsSeen(
                 "you have been shown other people's labels of this unit (adjudication, "
                 "record, outcomes or a release), so a label of yours on it would not be "
                 "blind; it is left to annotators who have not seen them"
             )
-        head = label_head(assignment=assignment)
         head_digest = head.record_digest if head else None
         if parent_digest != head_digest:
             raise StaleRevision(
@@ -337,18 +382,22 @@ def label_submit(
         try:
             record = record_build(
                 study=study,
-                content=unit_content(unit=assignment.unit),
+                content=unit_content(
+                    unit=assignment.unit
+                    if Assignment.unit.is_cached(assignment)
+                    else Unit(pk=assignment.unit_id)
+                ),
                 annotation=_annotation_from_input(
                     study=study,
                     data=annotation,
-                    pseudonym=pseudonym_of(study=study, user=assignment.annotator),
+                    pseudonym=pseudonym_of_user_id(study=study, user_id=assignment.annotator_id),
                     kind=LabelKind.INDEPENDENT.value,
                 ),
                 parents=[head_digest] if head_digest else [],
             )
         except ContractError as exc:  # sealing refuses what cannot be hashed or stored
             raise LabelRefused(exc.message, code=exc.code) from None
-        result = check_record(record, codebook_registry())
+        result = check_record(record, codebook_registry_of(codebook=study.codebook))
         if not result.ok:
             raise LabelRefused(result.message or "refused", code=result.reason)
         assisted = record["annotation"].get("assisted")
@@ -380,11 +429,14 @@ def label_submit(
         if head is None:
             Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
             Unit.objects.filter(pk=assignment.unit_id).update(
-                submitted_count=F("submitted_count") + 1
-            )
-            Unit.objects.filter(pk=assignment.unit_id, state=UnitState.OPEN).update(
-                state=UnitState.PARTIALLY_LABELLED
+                submitted_count=F("submitted_count") + 1,
+                state=Case(
+                    When(state=UnitState.OPEN, then=Value(UnitState.PARTIALLY_LABELLED.value)),
+                    default=F("state"),
+                ),
             )
         Draft.objects.filter(assignment=assignment).delete()
-        queue_job(LABEL_SUBMITTED, label.pk)
+        # Its outcome is appended by a job that takes every waiting label of the study.
+        OutcomeWaiting.objects.create(label=label, study=study, created_at=label.created_at)
+        queue_job_once(OUTCOMES_PROCESS, study.pk)
     return Submission(label=label, replayed=False)

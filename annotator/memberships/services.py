@@ -93,8 +93,13 @@ def study_overlap_set(*, study: Study, overlap: int) -> Study:
 def pseudonym_of(*, study: Study, user: AbstractBaseUser) -> str:
     """How records name a person: the pseudonym of their annotator membership (or of
     their first membership, for an adjudicator)."""
+    return pseudonym_of_user_id(study=study, user_id=user.pk)
+
+
+def pseudonym_of_user_id(*, study: Study, user_id: int) -> str:
+    """:func:`pseudonym_of` by the person's id (one query; the person is not read)."""
     memberships = sorted(
-        Membership.objects.filter(study=study, user=user),
+        Membership.objects.filter(study=study, user_id=user_id),
         key=lambda m: (m.role != Role.ANNOTATOR, m.pk),
     )
     if not memberships:

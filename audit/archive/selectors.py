@@ -25,6 +25,21 @@ def codebooks_with_use() -> QuerySet[Codebook]:
     return Codebook.objects.annotate(study_count=Count("studies")).order_by("name", "version")
 
 
+#: Parsed codebooks by content digest: a codebook version never changes once stored (its
+#: digest names its bytes), so a process parses each one once, not once per submission.
+_PARSED: dict[str, Any] = {}
+
+
+def codebook_registry_of(*, codebook: Codebook) -> dict[tuple[str, str], Any]:
+    """The checker's registry for records of one codebook (what ``record_build`` writes
+    for a study), parsed once per process: no query, no parse after the first call."""
+    key = f"{codebook.digest}:{codebook.name}:{codebook.version}"
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = _PARSED[key] = codebook_from_dict(codebook.definition)
+    return {(codebook.name, codebook.version): parsed}
+
+
 def _count_per_study(model: type[Tuple] | type[Observation]) -> Coalesce:
     """A correlated subquery counting one table's rows of the outer study.
 

@@ -117,7 +117,6 @@ class StudyGateAdmin(ReadOnlyAdmin):
         "study",
         "reached",
         "computed_at",
-        "refresh_requested_at",
         "stages",
         "boundary",
     )

@@ -80,6 +80,75 @@ def ledger_append(
     return entry, True
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One checked record to append: what :func:`ledger_append_many` needs of it."""
+
+    unit_id: int | None
+    unit_digest: str
+    result: CheckResult
+    kind: str
+
+
+def ledger_append_many(*, study: Study, outcomes: list[Outcome]) -> int:
+    """Append the outcomes of many checked records of one study in one transaction (one
+    lock of the head, one INSERT), chained exactly as :func:`ledger_append` chains one:
+    same fields, same order as given. Records already in the ledger (or given twice) are
+    skipped, so a retried batch changes nothing. Returns how many were appended."""
+    if not outcomes:
+        return 0
+    gate = StudyGate.objects.filter(study=study).values_list("reached", flat=True).first()
+    codebook = f"{study.codebook.name} {study.codebook.version}"
+    with transaction.atomic():
+        head, _ = LedgerHead.objects.select_for_update().get_or_create(
+            pk=1, defaults={"seq": 0, "entry_hash": GENESIS}
+        )
+        # Read under the lock: another worker may have appended some of them meanwhile.
+        skip = set(
+            LedgerEntry.objects.filter(
+                record_digest__in=[o.result.record_digest for o in outcomes]
+            ).values_list("record_digest", flat=True)
+        )
+        recorded_at = format_instant(timezone.now())
+        seq, prev = head.seq, head.entry_hash
+        rows = []
+        for outcome in outcomes:
+            result = outcome.result
+            if result.record_digest in skip:
+                continue
+            skip.add(result.record_digest)
+            seq += 1
+            fields: dict[str, Any] = {
+                "seq": seq,
+                "study": study.slug,
+                "unit_digest": outcome.unit_digest,
+                "record_digest": result.record_digest,
+                "kind": outcome.kind,
+                "codebook": codebook,
+                "checker_version": CHECKER_VERSION,
+                "stage": gate,
+                "ok": result.ok,
+                "reason": result.reason,
+                "endpoint": result.endpoint,
+                "short_circuit": result.short_circuit,
+                "priority": result.priority,
+                "action": result.action,
+                "recorded_at": recorded_at,
+                "prev_hash": prev,
+            }
+            fields["entry_hash"] = prev = entry_hash(fields)
+            del fields["study"]
+            rows.append(
+                LedgerEntry(study=study, study_slug=study.slug, unit_id=outcome.unit_id, **fields)
+            )
+        if not rows:
+            return 0
+        LedgerEntry.objects.bulk_create(rows)
+        head.seq, head.entry_hash = seq, prev
+        head.save(update_fields=["seq", "entry_hash"])
+    return len(rows)
+
+
 def _entries() -> Iterator[dict[str, Any]]:
     names = [name for name in ENTRY_FIELDS if name != "study"]
     rows = LedgerEntry.objects.order_by("seq").values(

@@ -12,6 +12,8 @@ from audit.queueing import RETRY, STUDY_GATE_REFRESH, STUDY_OUTCOMES_REFRESH, de
 
 @shared_task(name=STUDY_GATE_REFRESH, **RETRY)
 def study_gate_refresh(study_id: int) -> str | None:
+    """Recompute the study's gate (queued once per burst: audit.queueing)."""
+    debounce_release(STUDY_GATE_REFRESH, study_id)
     return gate_recompute(study=Study.objects.select_related("codebook").get(pk=study_id)).reached
 
 

@@ -93,8 +93,7 @@ class ConformanceRun(models.Model):
 class StudyGate(models.Model):
     """The validation gate of a study as last recomputed by a worker.
 
-    ``refresh_requested_at`` is set while a refresh job is queued and not yet started
-    (audit.queueing.queue_gate_refresh): further requests then queue nothing. Each run
+    Refreshes are queued coalesced per study (audit.queueing.queue_gate_refresh). Each run
     takes the next ``runs`` number and stores its result only over an older run's
     (``computed_run``), so that a slow run never overwrites a newer one.
     """
@@ -103,7 +102,6 @@ class StudyGate(models.Model):
     reached = models.CharField(max_length=30, null=True, blank=True)
     report = models.JSONField(default=dict)
     computed_at = models.DateTimeField(auto_now=True)
-    refresh_requested_at = models.DateTimeField(null=True, blank=True)
     runs = models.PositiveIntegerField(default=0)
     computed_run = models.PositiveIntegerField(default=0)
 

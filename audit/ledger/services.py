@@ -118,16 +118,14 @@ def gate_stored(*, study: Study) -> StudyGate:
 
 
 def _gate_run_start(study: Study) -> int:
-    """Take the study's next gate run number and clear its pending refresh request, so
-    that a change committed from now on queues a refresh of its own."""
+    """Take the study's next gate run number."""
     with transaction.atomic():
         # By id: an instance would get this unfinished row cached as its ``gate``.
         gate, _ = StudyGate.objects.select_for_update().get_or_create(
             study_id=study.pk, defaults={"reached": None, "report": {}}
         )
         gate.runs += 1
-        gate.refresh_requested_at = None
-        gate.save(update_fields=["runs", "refresh_requested_at"])
+        gate.save(update_fields=["runs"])
     return gate.runs
 
 

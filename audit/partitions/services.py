@@ -58,7 +58,7 @@ from audit.partitions.rules import (
     values_present_of,
     with_partitions,
 )
-from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
+from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job_once
 
 ALREADY_FROZEN = "already_frozen"
 STUDY_FROZEN = "study_frozen"
@@ -394,7 +394,7 @@ def partition_rule_preview(*, study: Study, rule: Rule) -> RulePreview:
 def _partitions_changed(study: Study) -> None:
     """What a partition change or a freeze sets off, once committed: the reliability
     report (its labels are those outside the sealed partitions), then the gate."""
-    queue_job(STUDY_REPORT_REFRESH, study.pk)
+    queue_job_once(STUDY_REPORT_REFRESH, study.pk)
     queue_gate_refresh(study.pk)
 
 

@@ -50,7 +50,7 @@ from audit.contract.errors import ContractError
 from audit.contract.observations import MAX_LINE_BYTES, decode_line
 from audit.contract.streams import HashingReader, as_stream, read_lines, stream_size
 from audit.ledger.chain import ledger_append
-from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job
+from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job_once
 
 RECORD_EXISTS = "record_exists"
 TEXTS_WITHHELD = "texts_withheld"
@@ -192,7 +192,7 @@ def records_import(
             batch.status = ImportStatus.UNCHANGED
         batch.save()
     if created:
-        queue_job(STUDY_REPORT_REFRESH, study.pk)
+        queue_job_once(STUDY_REPORT_REFRESH, study.pk)
         queue_gate_refresh(study.pk)
     return RecordsImport(batch, labels_created=created, labels_existing=len(existing))
 

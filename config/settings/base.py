@@ -266,6 +266,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 # Bootstrap resamples behind every reliability interval (metrics.services).
 RELIABILITY_BOOTSTRAP = int(os.environ.get("RELIABILITY_BOOTSTRAP", "1000"))
+# Seconds between new outcomes and the report, gate and outcome-count refreshes they
+# ask for (coalesced per study: at most one run per this many seconds while people label).
+REFRESH_DELAY_SECONDS = float(os.environ.get("REFRESH_DELAY_SECONDS", "10"))
 # Failure drills only (tests): seconds a job waits before working, to kill a worker in it.
 CLAIMGATE_JOB_DELAY_SECONDS = float(os.environ.get("CLAIMGATE_JOB_DELAY_SECONDS", "0"))
 

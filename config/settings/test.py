@@ -1,5 +1,7 @@
 """Settings for the test suite: the database and broker come from the environment."""
 
+import os
+
 from config.settings.base import *  # noqa: F403
 
 DEBUG = False
@@ -12,3 +14,6 @@ STORAGES = {
 # Django's test client logs in without a request, which the lockout backend refuses;
 # tests/security switches the lockout on (settings fixture) and drives it through HTTP.
 AXES_ENABLED = False
+# Refreshes follow outcomes at once, so that tests wait for nothing (the delay itself is
+# tested in tests/ledger/test_outcome_batches.py).
+REFRESH_DELAY_SECONDS = float(os.environ.get("REFRESH_DELAY_SECONDS", "0"))

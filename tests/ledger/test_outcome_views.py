@@ -487,7 +487,9 @@ def test_the_gate_panel_computes_a_missing_gate(study, people):
     assert StudyGate.objects.get(study=study).reached == "conformance"
 
 
-def test_recompute_queues_the_gate_job(study, people, world, monkeypatch):
+def test_recompute_queues_the_gate_job(
+    study, people, world, monkeypatch, django_capture_on_commit_callbacks
+):
     queued = []
     monkeypatch.setattr("audit.queueing.queue_job", lambda name, *args: queued.append((name, args)))
     url = reverse("study-gate-recompute", args=[study.slug])
@@ -497,7 +499,8 @@ def test_recompute_queues_the_gate_job(study, people, world, monkeypatch):
     assert client_for(people["res"]).get(url).status_code == 405
     assert queued == []
 
-    response = client_for(people["res"]).post(url, follow=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(people["res"]).post(url, follow=True)
 
     assert queued == [(study_gate_refresh.name, (study.pk,))]
     assert response.redirect_chain[-1][0].endswith(
@@ -581,13 +584,19 @@ def test_a_large_studys_page_shows_what_a_worker_counted_and_says_when(
     assert not OutcomeSummary.objects.filter(study=study).exists()
 
 
-def test_a_burst_of_events_queues_one_recount(settings):
+def test_a_burst_of_events_queues_one_recount(monkeypatch, django_capture_on_commit_callbacks):
+    from audit import queueing
     from audit.queueing import STUDY_OUTCOMES_REFRESH, debounce_release, queue_job_once
 
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    sent = []
+    monkeypatch.setattr(queueing, "_send", lambda name, args: sent.append((name, args)))
     debounce_release(STUDY_OUTCOMES_REFRESH, 999_999)
-    assert queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
-    assert not queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    with django_capture_on_commit_callbacks(execute=True):
+        queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+        queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    assert sent == [(STUDY_OUTCOMES_REFRESH, (999_999,))]
     debounce_release(STUDY_OUTCOMES_REFRESH, 999_999)  # the job starts: events queue again
-    assert queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    with django_capture_on_commit_callbacks(execute=True):
+        queue_job_once(STUDY_OUTCOMES_REFRESH, 999_999)
+    assert sent == [(STUDY_OUTCOMES_REFRESH, (999_999,))] * 2
     debounce_release(STUDY_OUTCOMES_REFRESH, 999_999)
