@@ -491,7 +491,9 @@ def test_recompute_queues_the_gate_job(
     study, people, world, monkeypatch, django_capture_on_commit_callbacks
 ):
     queued = []
-    monkeypatch.setattr("audit.queueing.queue_job", lambda name, *args: queued.append((name, args)))
+    monkeypatch.setattr(
+        "audit.queueing.queue_job", lambda name, *args, **kwargs: queued.append((name, args))
+    )
     url = reverse("study-gate-recompute", args=[study.slug])
 
     assert client_for(people["ann_a"]).post(url).status_code == 403
