@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from audit.contract import codes
 from audit.contract.canonical import CanonicalError, canonical_digest
 from audit.contract.errors import ContractError, show, type_name
+from audit.contract.fields import UNIT_KINDS, Derived, Field, Problem, parse_fields
 
 UNITS = ("tuple", "answer")
 ANSWERABILITY_POLICIES = (None, "abstain_when_unresolved")
@@ -52,10 +54,131 @@ class Codebook:
     #: Source role keys; empty when the codebook declares none.
     source_roles: tuple[str, ...]
     digest: str
+    #: 1 for the first codebooks (predicates or verdicts), 2 for codebooks of fields.
+    format_version: int = 1
+    #: Format 2: the fields, in form order, and the derived values (audit.contract.fields).
+    fields: tuple[Field, ...] = ()
+    derived: tuple[Derived, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.name, self.version)
+
+
+class CodebookProblems(ContractError):
+    """A format-2 codebook with problems: every one of them, each naming where it is."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        first = problems[0]
+        count = len(problems)
+        listing = "; ".join(str(problem) for problem in problems[:50])
+        more = f"; and {count - 50} more" if count > 50 else ""
+        super().__init__(
+            first.code,
+            f"the codebook has {count} problem{'s' if count != 1 else ''}: {listing}{more}",
+        )
+
+
+_V2_REQUIRED = ("claimgate", "format_version", "name", "version", "unit", "fields")
+_V2_KEYS = frozenset(
+    {*_V2_REQUIRED, "title", "description", "derived", "allow_assisted", "answerability_policy"}
+)
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,39}")
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+
+
+def codebook_problems(d: Any) -> list[Problem]:
+    """Every problem of a format-2 codebook file's JSON value (empty: it is sound)."""
+    if not isinstance(d, Mapping):
+        return [
+            Problem(codes.NOT_AN_OBJECT, "", f"a codebook is a JSON object, not {type_name(d)}")
+        ]
+    problems: list[Problem] = []
+    for key in _V2_REQUIRED:
+        if key not in d:
+            problems.append(Problem(codes.MISSING_FIELD, key, "is missing"))
+    for key in sorted(str(k) for k in d if k not in _V2_KEYS):
+        problems.append(Problem(codes.UNKNOWN_FIELD, key, "is not part of a format-2 codebook"))
+    if d.get("claimgate") != "codebook":
+        problems.append(Problem(codes.UNKNOWN_FORMAT, "claimgate", "must be 'codebook'"))
+    name = d.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        problems.append(
+            Problem(
+                codes.INVALID_FIELD,
+                "name",
+                "must be lowercase letters, digits, '.', '_' or '-' (at most 100), "
+                f"not {show(name)}",
+            )
+        )
+    version = d.get("version")
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        problems.append(
+            Problem(
+                codes.INVALID_FIELD,
+                "version",
+                f"must be a version string such as 1.0.0, not {show(version)}",
+            )
+        )
+    unit = d.get("unit")
+    if unit not in UNIT_KINDS:
+        problems.append(
+            Problem(
+                codes.INVALID_FIELD,
+                "unit",
+                f"must be one of {', '.join(UNIT_KINDS)}, not {show(unit)}",
+            )
+        )
+        unit = "answer"
+    for key in ("title", "description"):
+        if key in d and not isinstance(d[key], str):
+            problems.append(
+                Problem(codes.INVALID_FIELD, key, f"must be a string, not {type_name(d[key])}")
+            )
+    if "allow_assisted" in d and not isinstance(d["allow_assisted"], bool):
+        problems.append(Problem(codes.INVALID_FIELD, "allow_assisted", "must be true or false"))
+    policy = d.get("answerability_policy")
+    if policy not in ANSWERABILITY_POLICIES:
+        problems.append(
+            Problem(
+                codes.INVALID_FIELD,
+                "answerability_policy",
+                "must be null or 'abstain_when_unresolved'",
+            )
+        )
+    if "fields" in d:
+        problems.extend(parse_fields(d, unit)[2])
+    try:
+        canonical_digest(d)
+    except CanonicalError as exc:
+        problems.append(
+            Problem(codes.INVALID_FIELD, "", f"cannot be serialized canonically: {exc}")
+        )
+    return problems
+
+
+def _codebook_v2(d: Mapping[str, Any]) -> Codebook:
+    problems = codebook_problems(d)
+    if problems:
+        raise CodebookProblems(problems)
+    fields_, derived, _ = parse_fields(d, d["unit"])
+    return Codebook(
+        name=d["name"],
+        version=d["version"],
+        unit=d["unit"],
+        predicates=(),
+        weights=MappingProxyType({}),
+        answerability_policy=d.get("answerability_policy"),
+        allow_assisted=d.get("allow_assisted", True),
+        verdicts=(),
+        claim_kinds=(),
+        source_roles=(),
+        digest=canonical_digest(d),
+        format_version=2,
+        fields=fields_,
+        derived=derived,
+    )
 
 
 def _fail(code: str, message: str) -> ContractError:
@@ -147,13 +270,15 @@ def codebook_from_dict(d: Any) -> Codebook:
     """
     if not isinstance(d, Mapping):
         raise _fail(codes.NOT_AN_OBJECT, f"a codebook must be a JSON object, not {type_name(d)}")
+    if type(d.get("format_version")) is int and d["format_version"] == 2:
+        return _codebook_v2(d)
     for key in _COMMON_REQUIRED:
         if key not in d:
             raise _fail(codes.MISSING_FIELD, f"codebook field {key} is missing")
     if d["claimgate"] != "codebook" or d["format_version"] != 1 or d["format_version"] is True:
         raise _fail(
             codes.UNKNOWN_FORMAT,
-            f"not a codebook of format version 1 (claimgate={show(d['claimgate'])}, "
+            f"not a codebook of format version 1 or 2 (claimgate={show(d['claimgate'])}, "
             f"format_version={show(d['format_version'])})",
         )
     name = _string(d, "name", "name")

@@ -46,6 +46,7 @@ from audit.contract.endpoint import (
     summarize_supported,
 )
 from audit.contract.errors import ContractError, show, type_name
+from audit.contract.fields import check_annotation, derive, derive_short_circuit
 from audit.contract.structure import (
     check_answer,
     check_pipeline,
@@ -169,6 +170,8 @@ def check_record(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> Che
         return CheckResult(ok=False, reason=exc.code, message=exc.message)
     codebook = identity.codebook
     try:
+        if codebook.format_version == 2:
+            return _audit_engine(obj, codebook, identity)
         if codebook.unit == "tuple":
             return _audit_tuple(obj, codebook, identity)
         return _audit_answer(obj, codebook, identity)
@@ -249,7 +252,9 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
             raise invalid("unit_digest", "a SHA-256 hex string", obj["unit_digest"])
     check_sampling(obj.get("sampling"), "sampling")
     annotation = obj["annotation"]
-    if is_tuple:
+    if codebook.format_version == 2:
+        _engine_annotation_fields(annotation, codebook, failed)
+    elif is_tuple:
         _tuple_annotation_fields(annotation, codebook)
     else:
         _answer_annotation_fields(annotation, codebook, failed)
@@ -577,6 +582,19 @@ def _answer_annotation_fields(annotation: Any, codebook: Codebook, failed: bool)
         reason = verdicts[key]["reason"]
         if reason is not None and type(reason) is not str:
             raise invalid(f"{path}.reason", "a string or null", reason)
+
+
+def _engine_annotation_fields(annotation: Any, codebook: Codebook, failed: bool) -> None:
+    """The envelope of a format-2 annotation (its values are stage 2): an object with
+    ``kind``, ``annotator`` and ``values``; a failed answer carries no values."""
+    if type(annotation) is not dict:
+        raise invalid("annotation", "an object", annotation)
+    for key in ("kind", "annotator", "values"):
+        if key not in annotation:
+            raise ContractError(codes.MISSING_FIELD, f"annotation.{key} is missing")
+    _annotation_common(annotation, codebook)
+    if failed and annotation["values"] is not None:
+        raise invalid("annotation.values", "null for a failed answer", annotation["values"])
 
 
 def _parents(parents: Any, kind: str) -> None:
@@ -943,6 +961,61 @@ def _audit_answer(obj: dict[str, Any], codebook: Codebook, identity: _Identity) 
         stage=STAGE_STRUCTURAL,
         unit="answer",
         unit_digest=identity.unit_digest,
+        supported=summary,
+        codebook=codebook.key,
+    )
+
+
+# --- format-2 codebooks: the fields --------------------------------------------------
+
+
+def record_texts(obj: Mapping[str, Any], unit: str) -> dict[str, str]:
+    """The texts a record's spans may cite, by snapshot name (docs/formats.md)."""
+    texts = {"query": obj["query"]["text"] or "", "answer": obj["answer"]["text"] or ""}
+    if unit == "tuple":
+        texts["source"] = obj["source"]["text"] or ""
+    else:
+        for index, source in enumerate(obj.get("sources") or ()):
+            texts[f"source:{index}"] = source["text"] or ""
+    return texts
+
+
+def _audit_engine(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
+    """Stages 2 to 6 for a codebook of fields: every field checked (the first problem is
+    the reason, the message lists them all), then the derived values."""
+    annotation = obj["annotation"]
+    is_tuple = codebook.unit == "tuple"
+    derived: dict[str, Any] = {}
+    if annotation["values"] is not None:
+        problems = check_annotation(codebook, annotation, record_texts(obj, codebook.unit))
+        if problems:
+            count = len(problems)
+            listing = "; ".join(str(problem) for problem in problems[:20])
+            raise ContractError(
+                problems[0].code,
+                listing if count == 1 else f"{count} problems: {listing}",
+            )
+        derived = derive(codebook, annotation)
+    endpoint = short_circuit = action = None
+    ro = next((item.code for item in codebook.derived if item.rule == "R_O"), None)
+    if ro is not None and annotation["values"] is not None:
+        endpoint = derived[ro]
+        short_circuit = derive_short_circuit(codebook, annotation)[ro]
+        action = policy_action(endpoint, codebook.answerability_policy)
+    summary = next(
+        (derived[item.code] for item in codebook.derived if item.rule == "claims_summary"),
+        None,
+    )
+    return CheckResult(
+        ok=True,
+        endpoint=endpoint,
+        short_circuit=short_circuit,
+        action=action,
+        record_digest=identity.record_digest,
+        stage=STAGE_STRUCTURAL,
+        unit=codebook.unit,
+        tuple_digest=identity.tuple_digest if is_tuple else None,
+        unit_digest=None if is_tuple else identity.unit_digest,
         supported=summary,
         codebook=codebook.key,
     )

@@ -61,7 +61,7 @@ def _dimensions(*weights: float, first: str = "d_Q") -> list[dict]:
         ({"evidence_dimensions": _dimensions("0.5", 0.5)}, codes.INVALID_FIELD, "weight"),
         ({"unit": "page"}, codes.INVALID_FIELD, "unit"),
         ({"answerability_policy": "always"}, codes.INVALID_FIELD, "answerability_policy"),
-        ({"format_version": 2}, codes.UNKNOWN_FORMAT, "format version"),
+        ({"format_version": 3}, codes.UNKNOWN_FORMAT, "format version"),
         ({"answerabilty_policy": None}, codes.UNKNOWN_FIELD, "answerabilty_policy"),
         ({"predicates": [{"key": "I"}]}, codes.INVALID_FIELD, "predicates"),
     ],
