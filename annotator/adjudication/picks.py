@@ -41,8 +41,7 @@ def _values(annotation: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def value_of(annotation: Mapping[str, Any], code: str) -> Any:
-    values = _values(annotation)
-    return values[code] if code in values else MISSING
+    return _values(annotation).get(code, MISSING)
 
 
 def _same(a: Any, b: Any) -> bool:

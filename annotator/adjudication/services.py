@@ -104,7 +104,11 @@ def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, A
     common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
     definition = study.codebook.definition or {}
     if definition.get("format_version") == FIELDS_FORMAT:
-        return {**common, **picks_module.consensus_fields(definition, annotations), "rationale": None}
+        return {
+            **common,
+            **picks_module.consensus_fields(definition, annotations),
+            "rationale": None,
+        }
     if study.codebook.unit == CodebookUnit.TUPLE:
         evidence = {
             key: {
@@ -265,7 +269,7 @@ def adjudication_submit(
                 code=result.reason,
                 problems=annotation_problems(
                     codebook=registry.get((study.codebook.name, study.codebook.version)),
-                    annotation=record["annotation"],
+                    record=record,
                 ),
             )
         label = Label.objects.create(

@@ -30,17 +30,17 @@ from annotator.adjudication.services import (
     independent_heads,
 )
 from annotator.errors import AnnotationError
-from annotator.labelling.forms import (
-    SubmitForm,
-    TextField,
-    annotation_for_page,
-    codebook_for_page,
-)
 from annotator.labelling.fields_page import (
     codebook_fields_for_page,
     is_fields_codebook,
     spans_of,
     value_text,
+)
+from annotator.labelling.forms import (
+    SubmitForm,
+    TextField,
+    annotation_for_page,
+    codebook_for_page,
 )
 from annotator.labelling.models import Assignment, Label, LabelKind, SightVia
 from annotator.labelling.services import (
@@ -589,11 +589,11 @@ def _fields_context(
     picked = picked or {}
     unpicked = error is not None and error[0] == "pick_missing"
     rows = []
-    for field in codebook["fields"]:
-        code = field["code"]
+    for entry in codebook["fields"]:
+        code = entry["code"]
         cells = []
         for column in columns:
-            cell = _fields_cell(field, column["annotation"])
+            cell = _fields_cell(entry, column["annotation"])
             digest = column["record_digest"]
             if code in picked:
                 checked = picked[code] == digest
@@ -603,14 +603,14 @@ def _fields_context(
         rows.append(
             {
                 "code": code,
-                "label": field["label"],
-                "type": field["type"],
+                "label": entry["label"],
+                "type": entry["type"],
                 "differs": code in differing,
                 "cells": cells,
                 "problem": "Pick one of the labels."
                 if unpicked and code in differing and code not in picked
                 else "",
-                "final": _fields_cell(field, final.annotation) if final is not None else None,
+                "final": _fields_cell(entry, final.annotation) if final is not None else None,
             }
         )
     pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
@@ -650,7 +650,9 @@ def _fields_context(
     }
 
 
-def _render_fields(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+def _render_fields(
+    request: HttpRequest, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
     if context["shows_labels"]:
         labels_seen_record(user=request.user, units=[context["unit"].pk], via=SightVia.ADJUDICATION)
     return render(request, "annotator/adjudicate_fields.html", context, status=status)

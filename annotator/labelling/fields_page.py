@@ -1,9 +1,9 @@
 """What the pages show of a format-2 codebook: its fields as form controls, an
 annotation's values as text, and the contract's problems attached to the field they name.
 
-Driven only by the codebook's ``fields`` (docs/formats.md, "Codebook format 2"): no field
-code or codebook name is known here. The definition was validated when it was installed,
-so the defaults below are the format's own (``allow_u`` true, ``reason`` none, ...).
+Driven only by the codebook's ``fields`` (docs/formats.md, "Codebook format 2"), as the
+record contract parses them (``audit.contract.fields``): no field code or codebook name is
+known here.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from audit.contract.codebook import Codebook, codebook_from_dict
+from audit.contract.fields import Field
+
 #: The value a radio group sends for U (the annotation stores ``null``).
 U_VALUE = "U"
 U_KEY = "u"
 #: Field types answered by picking one option.
 OPTION_TYPES = frozenset({"choice", "grade", "verdict"})
-#: Field types whose value is compared between annotators (agreement, adjudication).
-VALUE_TYPES = frozenset({"choice", "grade", "verdict", "number", "date"})
-_DEFAULT_LEVEL = {"grade": "ordinal", "number": "interval"}
 
 
 def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
@@ -27,89 +27,75 @@ def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
     return isinstance(definition, Mapping) and definition.get("format_version") == 2
 
 
-def field_level(field: Mapping[str, Any]) -> str:
-    return str(field.get("level") or _DEFAULT_LEVEL.get(str(field.get("type")), "nominal"))
-
-
-def _options(field: Mapping[str, Any]) -> list[dict[str, Any]]:
-    kind = field.get("type")
-    options: list[dict[str, Any]] = []
-    if kind == "choice":
-        for choice in field.get("choices") or ():
-            options.append(
-                {
-                    "value": str(choice.get("code")),
-                    "label": choice.get("label") or choice.get("code"),
-                    "definition": choice.get("definition") or "",
-                    "key": choice.get("key") or "",
-                }
-            )
-    elif kind == "grade":
-        for grade in field.get("grades") or ():
-            value = grade.get("value")
-            options.append(
-                {
-                    "value": str(value),
-                    "label": f"{value} {grade.get('anchor') or ''}".strip(),
-                    "definition": grade.get("definition") or "",
-                    "key": str(grade.get("key") or value)[:1],
-                }
-            )
-    elif kind == "verdict":
-        options = [
+def _option_rows(field: Field) -> list[dict[str, Any]]:
+    if field.type == "verdict":
+        return [
             {"value": "true", "label": "true", "definition": "", "key": "1"},
             {"value": "false", "label": "false", "definition": "", "key": "0"},
         ]
-    return options
+    rows = []
+    for option in field.options:
+        label = option.label
+        if field.type == "grade" and option.definition:
+            # A grade shows its number and its anchor: "2 severe".
+            label = f"{option.code} {option.definition}" if label == str(option.code) else label
+        rows.append(
+            {
+                "value": "true" if option.code is True else str(option.code),
+                "label": label,
+                "definition": "" if field.type == "grade" else option.definition,
+                "key": option.key or "",
+            }
+        )
+    return rows
 
 
-def fields_for_page(definition: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Each field of the codebook as the form renders it, in codebook order."""
+def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
+    """Each field of a parsed format-2 codebook as the form renders it, in codebook order."""
     fields = []
-    for field in definition.get("fields") or ():
-        kind = str(field.get("type"))
-        allow_u = field.get("allow_u", True) is not False
-        options = _options(field)
-        if allow_u and kind in OPTION_TYPES:
+    for field in codebook.fields:
+        options = _option_rows(field) if field.type in OPTION_TYPES else []
+        if field.allow_u and field.type in OPTION_TYPES:
             options.append(
                 {"value": U_VALUE, "label": "U unresolved", "definition": "", "key": U_KEY}
             )
         fields.append(
             {
-                "code": field.get("code"),
-                "type": kind,
-                "label": field.get("label") or field.get("code"),
-                "definition": field.get("definition") or "",
-                "key": field.get("key") or "",
-                "allow_u": allow_u,
-                "reason": field.get("reason") or "none",
-                "evidence": field.get("evidence") or "none",
-                "level": field_level(field),
-                "required": field.get("required", True) is not False,
-                "placement": field.get("placement") or "unit",
+                "code": field.code,
+                "type": field.type,
+                "label": field.label,
+                "definition": field.definition,
+                "key": field.key or "",
+                "allow_u": field.allow_u,
+                "reason": field.reason,
+                "evidence": field.evidence,
+                "level": field.level,
+                "required": field.required,
+                "placement": field.placement,
                 "options": options,
-                "min": field.get("min", 0),
-                "max": field.get("max", 1),
-                "step": field.get("step", "any"),
+                "min": 0 if field.minimum is None else field.minimum,
+                "max": 1 if field.maximum is None else field.maximum,
+                "step": "any" if field.step is None else field.step,
             }
         )
     return fields
 
 
 def codebook_fields_for_page(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """The page's codebook: names, prose, fields and derived values (nothing hidden from
-    annotators is declared in a format-2 codebook)."""
+    """The page's codebook: names, prose, fields and derived values (a format-2 codebook
+    declares nothing that annotators may not see)."""
+    codebook = codebook_from_dict(definition)
     return {
-        "name": definition.get("name"),
-        "version": definition.get("version"),
-        "unit": definition.get("unit"),
+        "name": codebook.name,
+        "version": codebook.version,
+        "unit": codebook.unit,
         "title": definition.get("title"),
         "description": definition.get("description"),
-        "format_version": 2,
-        "fields": fields_for_page(definition),
+        "format_version": codebook.format_version,
+        "fields": fields_for_page(codebook),
         "derived": [
-            {"code": item.get("code"), "rule": item.get("rule"), "label": item.get("label")}
-            for item in definition.get("derived") or ()
+            {"code": item.code, "rule": item.rule, "label": item.label or item.code}
+            for item in codebook.derived
         ],
     }
 
@@ -181,7 +167,7 @@ def fields_rows(
 
 # --- the contract's problems, by field -------------------------------------------------------
 
-_PATH_FIELD = re.compile(r"^(?:annotation\.)?(?:values|reasons)\.([^.\[]+)")
+_PATH_FIELD = re.compile(r"^(?:annotation\.)?(?:(?:values|reasons)\.([^.\[ ]+)|spans \(([^)]+)\))")
 _PATH_SPAN = re.compile(r"^(?:annotation\.)?spans\[(\d+)\]")
 
 
@@ -190,7 +176,7 @@ def problem_field(path: str, annotation: Mapping[str, Any] | None) -> str | None
     attached to X), else None (a problem of the whole annotation)."""
     match = _PATH_FIELD.match(path or "")
     if match:
-        return match.group(1)
+        return match.group(1) or match.group(2)
     match = _PATH_SPAN.match(path or "")
     if match and isinstance(annotation, Mapping):
         spans = annotation.get("spans")

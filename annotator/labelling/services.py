@@ -23,6 +23,7 @@ from audit.contract import check_record
 from audit.contract.codebook import Codebook
 from audit.contract.errors import ContractError
 from audit.contract.fields import check_annotation
+from audit.contract.record import record_texts
 from audit.contract.texts import text_problem
 from audit.queueing import LABEL_SUBMITTED, queue_job
 
@@ -295,14 +296,17 @@ def _annotation_from_input(
     return annotation
 
 
-def annotation_problems(*, codebook: Codebook | None, annotation: Any) -> list[dict[str, Any]]:
-    """Every problem of a format-2 annotation as plain values (none for format 1, whose
-    checker stops at the first)."""
-    if codebook is None or getattr(codebook, "format_version", 1) != FIELDS_FORMAT:
+def annotation_problems(
+    *, codebook: Codebook | None, record: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every problem of a format-2 record's annotation as plain values, spans checked
+    against the record's texts (none for format 1, whose checker stops at the first)."""
+    if codebook is None or codebook.format_version != FIELDS_FORMAT:
         return []
+    texts = record_texts(record, codebook.unit)
     return [
         {"code": problem.code, "path": problem.path, "message": problem.message}
-        for problem in check_annotation(codebook, annotation)
+        for problem in check_annotation(codebook, record["annotation"], texts)
     ]
 
 
@@ -386,7 +390,7 @@ def label_submit(
                 code=result.reason,
                 problems=annotation_problems(
                     codebook=registry.get((study.codebook.name, study.codebook.version)),
-                    annotation=record["annotation"],
+                    record=record,
                 ),
             )
         assisted = record["annotation"].get("assisted")

@@ -24,6 +24,13 @@ from django.views import csrf
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
+from annotator.labelling.fields_page import (
+    codebook_fields_for_page,
+    fields_rows,
+    is_fields_codebook,
+    problems_by_field,
+    with_problems,
+)
 from annotator.labelling.forms import (
     DraftForm,
     SubmitForm,
@@ -31,13 +38,6 @@ from annotator.labelling.forms import (
     annotation_rows,
     codebook_for_page,
     error_sentence,
-)
-from annotator.labelling.fields_page import (
-    codebook_fields_for_page,
-    fields_rows,
-    is_fields_codebook,
-    problems_by_field,
-    with_problems,
 )
 from annotator.labelling.models import Assignment
 from annotator.labelling.selectors import (

@@ -111,9 +111,29 @@
           state.reasons[field.code] = reason.value;
         }
       });
-      state.spans = spans.map(function (span) {
-        return { field: span.field, snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+      // A spans field holds its spans as its value; every other field's evidence is in
+      // the annotation's span list, each span naming its field.
+      fields.forEach(function (field) {
+        if (field.type === "spans") {
+          const own = spansFor(field.code).map(function (span) {
+            return { snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+          });
+          if (own.length || !field.required) {
+            if (own.length) {
+              state.values[field.code] = own;
+            }
+          } else {
+            state.values[field.code] = [];
+          }
+        }
       });
+      state.spans = spans
+        .filter(function (span) {
+          return byCode[span.field].type !== "spans";
+        })
+        .map(function (span) {
+          return { field: span.field, snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+        });
       state.rationale = rationale.value.trim() ? rationale.value : null;
       return state;
     }
@@ -123,6 +143,9 @@
       const values = state.values && typeof state.values === "object" ? state.values : {};
       const reasons = state.reasons && typeof state.reasons === "object" ? state.reasons : {};
       fields.forEach(function (field) {
+        if (field.type === "spans") {
+          return;
+        }
         writeValue(field, field.code in values, values[field.code]);
         const reason = form.querySelector('textarea[data-reason-for="' + field.code + '"]');
         if (reason) {
@@ -130,7 +153,15 @@
         }
       });
       spans = [];
-      (Array.isArray(state.spans) ? state.spans : []).forEach(function (span) {
+      const given = (Array.isArray(state.spans) ? state.spans : []).slice();
+      fields.forEach(function (field) {
+        if (field.type === "spans" && Array.isArray(values[field.code])) {
+          values[field.code].forEach(function (span) {
+            given.push(Object.assign({}, span, { field: field.code }));
+          });
+        }
+      });
+      given.forEach(function (span) {
         if (
           span &&
           byCode[span.field] &&
