@@ -26,6 +26,8 @@ from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
 from audit.archive.models import UnitState
 from audit.ledger.models import LedgerEntry
+from audit.releases.services import release_build
+from metrics.services import report_compute
 from tests.annotation.conftest import add_people
 from tests.engine.studies import make_generic_study
 
@@ -254,3 +256,55 @@ def test_the_adjudication_page_marks_differences_and_takes_picks(study, people):
     assert done.status_code == 302
     final = Label.objects.get(kind=LabelKind.ADJUDICATED)
     assert final.annotation["values"]["civility"] == 2
+
+
+def _label_pairs(study, people, pairs) -> None:
+    """Two annotators label one unit per pair of civility grades."""
+    for first, second in pairs:
+        for annotator, civility in (("ann_a", first), ("ann_b", second)):
+            assignment = assignment_next(study=study, annotator=people[annotator])
+            submit(assignment, sound(assignment, civility=civility))
+
+
+def test_reliability_is_computed_per_field_at_its_level(study, people):
+    _label_pairs(study, people, [(0, 0), (1, 2), (2, 2), (None, 2), (1, 1)])
+    report = report_compute(study=study).report
+    items = {item["key"]: item for item in report["versions"][0]["groups"][0]["items"]}
+    assert list(items) == ["civility", "target", "harmful"]
+    civility = items["civility"]
+    assert civility["level"] == "ordinal"
+    assert civility["u_missing"]["level"] == "ordinal"
+    assert civility["u_category"]["level"] == "nominal"
+    assert civility["u_missing"]["n_pairable_units"] == 4  # a U leaves its unit one value
+    assert civility["u_category"]["n_pairable_units"] == 5
+    assert "U" in civility["u_category"]["categories"]
+    assert items["target"]["level"] == "nominal"
+    assert "claim_metrics" not in report
+
+
+def test_a_release_has_one_column_per_field_and_derived_value(study, people, settings, tmp_path):
+    settings.RELEASES_ROOT = tmp_path / "releases"
+    _label_pairs(study, people, [(0, 2), (2, 2)])
+    release = release_build(study=study, name="v1")
+    assert release.status == "ready", release.error
+    directory = settings.RELEASES_ROOT / study.slug / "v1"
+    rows = [json.loads(line) for line in (directory / "labels_independent.jsonl").open()]
+    assert len(rows) == 4
+    first = rows[0]
+    for column in ("civility", "target", "harmful", "acceptable", "reasons", "spans"):
+        assert column in first
+    by_civility = {row["civility"]: row["acceptable"] for row in rows}
+    assert by_civility == {0: False, 2: True}
+    header = (directory / "labels_independent.csv").read_text().splitlines()[0].split(",")
+    start = header.index("civility")
+    assert header[start : start + 7] == [
+        "civility",
+        "target",
+        "harmful",
+        "acceptable",
+        "reasons",
+        "spans",
+        "rationale",
+    ]
+    final = [json.loads(line) for line in (directory / "labels_final.jsonl").open()]
+    assert [row["kind"] for row in final] == ["consensus"]
