@@ -308,3 +308,33 @@ def test_a_release_has_one_column_per_field_and_derived_value(study, people, set
     ]
     final = [json.loads(line) for line in (directory / "labels_final.jsonl").open()]
     assert [row["kind"] for row in final] == ["consensus"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "study-detail",
+        "study-outcomes",
+        "study-outcomes-csv",
+        "study-reliability",
+        "study-reliability-csv",
+        "study-releases",
+        "study-partitions",
+        "study-people",
+    ],
+)
+def test_the_researchers_pages_work_for_a_codebook_without_an_endpoint(study, people, name):
+    _label_pairs(study, people, [(0, 2), (2, 2), (None, 1)])
+    report_compute(study=study)
+    response = client_for(people["res"]).get(reverse(name, args=[study.slug]))
+    assert response.status_code == 200, response.content.decode()[:3000]
+
+
+def test_a_record_page_shows_a_label_of_the_codebook(study, people):
+    _label_pairs(study, people, [(0, 2)])
+    label = Label.objects.filter(kind=LabelKind.INDEPENDENT).first()
+    response = client_for(people["res"]).get(
+        reverse("study-record", args=[study.slug, label.record_digest])
+    )
+    assert response.status_code == 200
+    assert "civility" in response.content.decode()
