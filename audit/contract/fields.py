@@ -44,7 +44,22 @@ from audit.contract.errors import show, type_name
 
 #: Unit kinds of format 2 (format 1 knows ``tuple`` and ``answer`` only).
 UNIT_KINDS = ("tuple", "answer", "answer_pair", "query_documents")
-FIELD_TYPES = ("choice", "grade", "verdict", "number", "date", "spans", "claims", "text")
+FIELD_TYPES = (
+    "choice",
+    "grade",
+    "verdict",
+    "number",
+    "date",
+    "spans",
+    "claims",
+    "text",
+    "links",
+    "groups",
+)
+#: Set-level relations between the documents of a ``query_documents`` unit, by position:
+#: ``links`` ([{"document": i, "by": j}]: document i is contradicted by document j) and
+#: ``groups`` ([{"representative": i, "members": [i, j, ...]}]: redundant documents).
+RELATION_TYPES = ("links", "groups")
 #: Field types whose values are judgments (a value that may be U, compared for agreement).
 VALUE_TYPES = ("choice", "grade", "verdict", "number", "date")
 LEVELS = ("nominal", "ordinal", "interval")
@@ -349,14 +364,16 @@ def _grades(field: Mapping[str, Any], path: str, problems: list[Problem]) -> tup
     return tuple(grades)
 
 
-def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field | None:
-    path = f"fields[{index}]"
+def _entry_code(
+    entry: Any, path: str, allowed: frozenset[str], problems: list[Problem]
+) -> str | None:
+    """The ``code`` of a field or derived-value declaration, after its shape is checked."""
     if not isinstance(entry, Mapping):
         problems.append(
             Problem(codes.INVALID_FIELD, path, f"must be an object, not {type_name(entry)}")
         )
         return None
-    _unknown_keys(entry, _FIELD_KEYS, path, problems)
+    _unknown_keys(entry, allowed, path, problems)
     code = entry.get("code")
     if not isinstance(code, str) or not _CODE.fullmatch(code):
         problems.append(
@@ -367,6 +384,13 @@ def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field 
                 f"not {show(code)}",
             )
         )
+        return None
+    return code
+
+
+def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field | None:
+    code = _entry_code(entry, f"fields[{index}]", _FIELD_KEYS, problems)
+    if code is None:
         return None
     path = f"fields[{index}] ({code})"
     kind = entry.get("type")
@@ -397,13 +421,22 @@ def _field(entry: Any, index: int, unit: str, problems: list[Problem]) -> Field 
                 f"is {unit!r}",
             )
         )
+    if kind in RELATION_TYPES and (unit != "query_documents" or placement != "set"):
+        problems.append(
+            Problem(
+                codes.INVALID_FIELD,
+                f"{path}.placement",
+                f"a {kind} field relates documents: it needs a query_documents unit and "
+                f"placement 'set'",
+            )
+        )
     if not value_type:
         if "allow_u" in entry and allow_u:
             problems.append(
                 Problem(codes.INVALID_FIELD, f"{path}.allow_u", f"a {kind} field has no U value")
             )
         allow_u = False
-        if evidence != "none" and kind in ("spans", "claims"):
+        if evidence != "none" and kind in ("spans", "claims", *RELATION_TYPES):
             problems.append(
                 Problem(
                     codes.INVALID_FIELD,
@@ -523,18 +556,8 @@ def _strings(
 def _derived(
     entry: Any, index: int, by_code: Mapping[str, Field], taken: set[str], problems: list[Problem]
 ) -> Derived | None:
-    path = f"derived[{index}]"
-    if not isinstance(entry, Mapping):
-        problems.append(
-            Problem(codes.INVALID_FIELD, path, f"must be an object, not {type_name(entry)}")
-        )
-        return None
-    _unknown_keys(entry, _DERIVED_KEYS, path, problems)
-    code = entry.get("code")
-    if not isinstance(code, str) or not _CODE.fullmatch(code):
-        problems.append(
-            Problem(codes.INVALID_FIELD, f"{path}.code", f"must be an identifier, not {show(code)}")
-        )
+    code = _entry_code(entry, f"derived[{index}]", _DERIVED_KEYS, problems)
+    if code is None:
         return None
     path = f"derived[{index}] ({code})"
     if code in taken:
@@ -956,6 +979,7 @@ def _check_values(
     path: str,
     texts: Mapping[str, str] | None,
     problems: list[Problem],
+    documents: int | None = None,
 ) -> dict[str, Any]:
     """Check one ``values``/``reasons`` pair against ``fields``; the values it read."""
     if type(values) is not dict:
@@ -998,6 +1022,8 @@ def _check_values(
             value = values[field.code]
             if field.type == "claims":
                 _check_claims(field, value, at, texts, problems)
+            elif field.type in RELATION_TYPES:
+                _check_relation(field, value, at, documents, problems)
             elif field.type == "spans":
                 if type(value) is not list:
                     problems.append(
@@ -1033,6 +1059,67 @@ def _check_values(
                 )
             )
     return values
+
+
+def _position(value: Any, documents: int | None) -> bool:
+    return type(value) is int and value >= 0 and (documents is None or value < documents)
+
+
+def _check_relation(
+    field: Field, value: Any, path: str, documents: int | None, problems: list[Problem]
+) -> None:
+    """``links`` and ``groups``: documents named by position, each position in range."""
+    if type(value) is not list:
+        problems.append(Problem(codes.INVALID_FIELD, path, f"a {field.type} field holds a list"))
+        return
+    where = "a document position" + (f" from 0 to {documents - 1}" if documents else "")
+    grouped: set[int] = set()
+    for index, entry in enumerate(value):
+        at = f"{path}[{index}]"
+        if field.type == "links":
+            if type(entry) is not dict or entry.keys() != {"document", "by"}:
+                problems.append(Problem(codes.INVALID_FIELD, at, "a link is {document, by}"))
+            elif not (
+                _position(entry["document"], documents) and _position(entry["by"], documents)
+            ):
+                problems.append(
+                    Problem(codes.INVALID_FIELD, at, f"document and by are each {where}")
+                )
+            elif entry["document"] == entry["by"]:
+                problems.append(
+                    Problem(codes.INVALID_FIELD, at, "a document cannot contradict itself")
+                )
+            continue
+        if type(entry) is not dict or entry.keys() != {"representative", "members"}:
+            problems.append(
+                Problem(codes.INVALID_FIELD, at, "a group is {representative, members}")
+            )
+            continue
+        members = entry["members"]
+        if (
+            type(members) is not list
+            or len(members) < 2
+            or not all(_position(m, documents) for m in members)
+            or len(set(members)) != len(members)
+        ):
+            problems.append(
+                Problem(codes.INVALID_FIELD, f"{at}.members", f"two or more distinct, each {where}")
+            )
+            continue
+        if entry["representative"] not in members:
+            problems.append(
+                Problem(codes.INVALID_FIELD, f"{at}.representative", "must be one of the members")
+            )
+        overlap = grouped.intersection(members)
+        if overlap:
+            problems.append(
+                Problem(
+                    codes.INVALID_FIELD,
+                    f"{at}.members",
+                    f"document {min(overlap)} is already in an earlier group",
+                )
+            )
+        grouped.update(members)
 
 
 def snapshot_names(unit: str, *, sources: int = 0, documents: int = 0) -> tuple[str, ...]:
@@ -1088,6 +1175,9 @@ def check_annotation(
     span_texts = all_texts
     unit_fields = [f for f in codebook.fields if f.placement != "document"]
     doc_fields = [f for f in codebook.fields if f.placement == "document"]
+    n_documents = (
+        None if all_texts is None else sum(1 for name in all_texts if name.startswith("document:"))
+    )
     values = _check_values(
         unit_fields,
         annotation.get("values", {}),
@@ -1095,6 +1185,7 @@ def check_annotation(
         "annotation.",
         span_texts,
         problems,
+        n_documents,
     )
     resolved: dict[str, list[Any]] = {f.code: [values.get(f.code)] for f in unit_fields}
     documents = annotation.get("documents")

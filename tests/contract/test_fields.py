@@ -256,3 +256,49 @@ def test_query_documents_fields_repeat_per_document():
     annotation["documents"].pop()
     problems = check_annotation(book, annotation, texts)
     assert [p.path for p in problems] == ["annotation.documents"]
+
+
+def test_set_level_links_and_groups_name_documents_by_position():
+    book = codebook_from_dict(
+        {
+            "claimgate": "codebook",
+            "format_version": 2,
+            "name": "qd-set",
+            "version": "1",
+            "unit": "query_documents",
+            "fields": [
+                {"code": "contradictions", "type": "links", "label": "C", "placement": "set"},
+                {"code": "redundancy", "type": "groups", "label": "R", "placement": "set"},
+            ],
+        }
+    )
+    texts = {"query": "q", **{f"document:{n}": "d" for n in range(3)}}
+    annotation = {
+        "kind": "independent",
+        "annotator": "a",
+        "values": {
+            "contradictions": [{"document": 0, "by": 2}],
+            "redundancy": [{"representative": 1, "members": [1, 2]}],
+        },
+        "documents": [{"values": {}}, {"values": {}}, {"values": {}}],
+    }
+    assert check_annotation(book, annotation, texts) == []
+    annotation["values"]["contradictions"] = [{"document": 3, "by": 0}, {"document": 1, "by": 1}]
+    annotation["values"]["redundancy"] = [
+        {"representative": 0, "members": [1, 2]},
+        {"representative": 2, "members": [2, 0]},
+    ]
+    paths = [p.path for p in check_annotation(book, annotation, texts)]
+    assert paths == [
+        "annotation.values.contradictions[0]",
+        "annotation.values.contradictions[1]",
+        "annotation.values.redundancy[0].representative",
+        "annotation.values.redundancy[1].members",
+    ]
+
+
+def test_relations_need_a_query_documents_unit_at_set_level():
+    problems = codebook_problems(
+        {**RUBRIC, "fields": [{"code": "links", "type": "links", "label": "L"}], "derived": []}
+    )
+    assert [p.path for p in problems] == ["fields[0] (links).placement"]
