@@ -30,20 +30,26 @@ def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
 def _option_rows(field: Field) -> list[dict[str, Any]]:
     if field.type == "verdict":
         return [
-            {"value": "true", "label": "true", "definition": "", "key": "1"},
-            {"value": "false", "label": "false", "definition": "", "key": "0"},
+            {"value": "true", "label": "true", "text": "true", "definition": "", "key": "1"},
+            {"value": "false", "label": "false", "text": "false", "definition": "", "key": "0"},
         ]
     rows = []
     for option in field.options:
-        label = option.label
-        if field.type == "grade" and option.definition:
-            # A grade shows its number and its anchor: "2 severe".
-            label = f"{option.code} {option.definition}" if label == str(option.code) else label
+        label, definition = option.label, option.definition
+        if field.type == "grade":
+            # A grade's anchor is its definition; without a label of its own the anchor
+            # names it. It reads as its number and its name ("2 Civil").
+            if label == str(option.code) and definition:
+                label, definition = definition, ""
+            text = f"{option.code} {label}"
+        else:
+            text = label
         rows.append(
             {
-                "value": "true" if option.code is True else str(option.code),
+                "value": str(option.code),
                 "label": label,
-                "definition": "" if field.type == "grade" else option.definition,
+                "text": text,
+                "definition": definition,
                 "key": option.key or "",
             }
         )
@@ -57,7 +63,13 @@ def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
             options.append(
-                {"value": U_VALUE, "label": "U unresolved", "definition": "", "key": U_KEY}
+                {
+                    "value": U_VALUE,
+                    "label": "U unresolved",
+                    "text": "U",
+                    "definition": "",
+                    "key": U_KEY,
+                }
             )
         fields.append(
             {
@@ -115,7 +127,7 @@ def value_text(field: Mapping[str, Any], value: Any, *, present: bool = True) ->
         return "false"
     for option in field.get("options") or ():
         if option["value"] == str(value):
-            return str(option["label"])
+            return str(option.get("text") or option["label"])
     return str(value)
 
 
