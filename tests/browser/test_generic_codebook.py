@@ -25,6 +25,7 @@ from metrics.services import report_compute
 from tests.browser.conftest import TIMEOUT_MS, VIEWPORT
 from tests.browser.helpers import (
     assign,
+    autosave_of,
     drag_select,
     expected_span,
     login_fast,
@@ -33,7 +34,7 @@ from tests.browser.helpers import (
     texts_of,
     unit_where,
 )
-from tests.engine.studies import generic_definition, make_generic_study
+from tests.engine.studies import every_type_definition, generic_definition, make_generic_study
 
 pytestmark = pytest.mark.browser
 
@@ -202,3 +203,46 @@ def test_a_codebook_no_code_knows_runs_end_to_end(
     assert events.page_errors == []
     # The one console error is the browser logging the refused adjudication's status.
     assert [e for e in events.console_errors if "status of 400" not in e] == []
+
+
+def test_every_field_type_is_edited_and_stored(page, context, events, demo):
+    """Numbers, dates, texts, a spans field and a verdict needing a reason and a span,
+    on a tuple unit: each input of the generated form gives the value the contract wants."""
+    study = make_generic_study(
+        "every-type", definition=every_type_definition(), demo_file="source-risk.jsonl"
+    )
+    membership_add(study=study, user=demo.users["annotator1"], role=Role.ANNOTATOR)
+    unit = unit_where(study, observation__answer__status="complete")
+    texts = texts_of(unit)
+    login_fast(context, demo.users["annotator1"], demo.url)
+    assignment = assign(unit, demo.users["annotator1"])
+    open_form(page, assignment)
+    page.click("#judgments-title")
+    page.keyboard.press("k")
+    with autosave_of(page, lambda draft: draft.get("values", {}).get("cited") is True):
+        page.keyboard.press("1")
+    page.fill("#reason-cited", "the source's URL is in the answer")
+    page.fill("#field-share-input", "0.35")
+    page.check('input[data-u-for="as_of"]')  # U: the date is not recoverable
+    expect(page.locator("#field-as_of-input")).to_be_disabled()
+    page.fill("#field-note-input", "short source")
+    source = texts["source"]
+    needle = " ".join(source.split(" ")[:3])
+    for code in ("cited", "passages"):
+        assert drag_select(page, snapshot_selector("source"), 0, len(needle)) == needle
+        page.click(f'#span-toolbar button[data-attach="{code}"]')
+        expect(page.locator(f'ul[data-spans-for="{code}"] li')).to_have_count(1)
+    page.click("#submit-label")
+    expect(page.locator("body")).to_contain_text("Label submitted")
+    label = Label.objects.get(unit=unit)
+    quoted = {"snapshot": "source", "start": 0, "end": len(needle), "quote": needle}
+    assert label.annotation["values"] == {
+        "cited": True,
+        "share": 0.35,
+        "as_of": None,
+        "passages": [quoted],
+        "note": "short source",
+    }
+    assert label.annotation["reasons"] == {"cited": "the source's URL is in the answer"}
+    assert label.annotation["spans"] == [{"field": "cited", **quoted}]
+    assert events.page_errors == []

@@ -36,12 +36,22 @@ def observations_under(definition: dict[str, Any], demo_file: str = DEMO_ANSWERS
     return "\n".join([json.dumps(header), *lines[1:]]).encode("utf-8") + b"\n"
 
 
-def make_generic_study(slug: str = "generic", overlap: int = 2) -> Study:
-    definition = generic_definition()
+def every_type_definition() -> dict[str, Any]:
+    """A codebook of tuples with one field of every type the form edits."""
+    return json.loads((HERE / "every-type-1.0.0.json").read_text(encoding="utf-8"))
+
+
+def make_generic_study(
+    slug: str = "generic",
+    overlap: int = 2,
+    definition: dict[str, Any] | None = None,
+    demo_file: str = DEMO_ANSWERS,
+) -> Study:
+    definition = definition or generic_definition()
     codebook, _ = codebook_install(definition=definition)
     study = Study.objects.create(slug=slug, title=slug, codebook=codebook, overlap=overlap)
     batch = observations_import(
-        study=study, data=observations_under(definition), file_name="generic.jsonl"
+        study=study, data=observations_under(definition, demo_file), file_name="generic.jsonl"
     )
     assert batch.status != "rejected", batch.errors[:3]
     return study
