@@ -358,3 +358,24 @@ def test_the_form_and_the_adjudication_page_read_a_fixed_number_of_queries(
     adjudicator.get(page_url)
     with django_assert_max_num_queries(14):
         assert adjudicator.get(page_url).status_code == 200
+
+
+def test_a_stale_submission_shows_both_versions_field_by_field(study, people):
+    assignment = assignment_next(study=study, annotator=people["ann_a"])
+    first = submit(assignment, sound(assignment, civility=2))
+    client = client_for(people["ann_a"])
+    response = client.post(
+        reverse("assignment-submit", args=[assignment.pk]),
+        {
+            "annotation": json.dumps(sound(assignment, civility=0)),
+            "client_submission_id": str(uuid.uuid4()),
+            "parent_digest": "",  # edits "nothing", but revision 1 exists
+        },
+    )
+    assert response.status_code == 409
+    html = response.content.decode()
+    mine = re.search(r'data-version="mine">(.*?)</div>\s*<div class="compare-column"', html, re.S)
+    assert mine
+    assert re.search(r'<div class="differs"><dt>Civility</dt><dd dir="auto">0 Toxic</dd>', html)
+    assert '<dt>Civility</dt><dd dir="auto">2 Civil</dd>' in html
+    assert Label.objects.filter(unit=first.unit).count() == 1
