@@ -33,6 +33,7 @@ from annotator.errors import AnnotationError
 from annotator.labelling.fields_page import (
     codebook_fields_for_page,
     is_fields_codebook,
+    panes_template,
     spans_of,
     value_text,
 )
@@ -537,11 +538,6 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
 
 # --- codebooks of format 2: the page from the codebook's fields -------------------------
 
-FIELDS_PANES = {
-    CodebookUnit.TUPLE: "annotator/panes/tuple.html",
-    CodebookUnit.ANSWER: "annotator/panes/answer.html",
-}
-
 
 def _fields_cell(field: dict[str, Any], annotation: dict[str, Any]) -> dict[str, Any]:
     values = annotation.get("values")
@@ -631,7 +627,7 @@ def _fields_context(
         "unit": unit,
         "codebook": codebook,
         "shows_labels": bool(columns) or final is not None,
-        "panes_template": FIELDS_PANES[content.codebook_unit],
+        "panes_template": panes_template(content.codebook_unit),
         "query": content.query,
         "answer": content.answer,
         "source": content.sources[0] if is_tuple else None,

@@ -22,6 +22,12 @@ U_KEY = "u"
 OPTION_TYPES = frozenset({"choice", "grade", "verdict"})
 
 
+def panes_template(unit_kind: str) -> str:
+    """The template showing a unit's texts, by unit kind (``annotator/panes/<kind>.html``):
+    a new unit kind plugs in with its own panes, naming its snapshots as spans name them."""
+    return f"annotator/panes/{unit_kind}.html"
+
+
 def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
     """A codebook of format 2: one that declares its fields."""
     return isinstance(definition, Mapping) and definition.get("format_version") == 2

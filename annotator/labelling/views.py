@@ -28,6 +28,7 @@ from annotator.labelling.fields_page import (
     codebook_fields_for_page,
     fields_rows,
     is_fields_codebook,
+    panes_template,
     problems_by_field,
     with_problems,
 )
@@ -69,10 +70,6 @@ TEMPLATES = {
 #: A format-2 codebook's one form, whatever its unit kind; the unit's texts come from
 #: the panes of its kind.
 FIELDS_TEMPLATE = "annotator/form_fields.html"
-PANES = {
-    CodebookUnit.TUPLE: "annotator/panes/tuple.html",
-    CodebookUnit.ANSWER: "annotator/panes/answer.html",
-}
 
 
 def form_template(assignment: Assignment) -> str:
@@ -239,7 +236,7 @@ def _form_context(
             for field in codebook["fields"]
             if field["evidence"] != "none" or field["type"] == "spans"
         ]
-        context["panes_template"] = PANES[content.codebook_unit]
+        context["panes_template"] = panes_template(content.codebook_unit)
     if stale:
         rows = (
             (lambda annotation: fields_rows(annotation, codebook["fields"]))
