@@ -58,6 +58,9 @@ class ReportInputs:
     awaiting_final: int = 0
     failed_attempts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: A codebook of fields (format 2): each item's level of measurement, by key. Empty
+    #: for the first codebooks (every item nominal, claims aligned for answers).
+    levels: dict[str, str] = field(default_factory=dict)
 
 
 def finite(value: Any) -> Any:
@@ -73,9 +76,60 @@ def finite(value: Any) -> Any:
     return value
 
 
-def _summary(matrix: Matrix, *, u_missing: bool, n_boot: int, seed: int) -> dict[str, Any]:
+def _numeric(categories: Sequence[str]) -> np.ndarray | None:
+    """Each category's number (U: NaN), or None when one is not a number (a level above
+    nominal needs numbers: grades, numbers)."""
+    out = np.full(len(categories), np.nan)
+    for i, name in enumerate(categories):
+        if name == U:
+            continue
+        try:
+            out[i] = float(name)
+        except ValueError:
+            return None
+        if not math.isfinite(out[i]):
+            return None
+    return out
+
+
+def _summary_at_level(
+    matrix: Matrix, *, level: str, n_boot: int, seed: int
+) -> dict[str, Any] | None:
+    """U excluded, alpha at an ordinal or interval level over the values themselves (so
+    that ranks and distances are the values', not the codes'); None if a value is not a
+    number."""
+    numbers = _numeric(matrix.categories)
+    if numbers is None:
+        return None
+    values = np.full(matrix.codes.shape, np.nan)
+    present = matrix.codes >= 0
+    values[present] = numbers[matrix.codes[present]]
+    summary = reliability.summarize(
+        values, level=level, clusters=matrix.clusters, n_boot=n_boot, seed=seed
+    )
+    names = {float(numbers[i]): name for i, name in enumerate(matrix.categories) if name != U}
+    summary["categories"] = [names.get(float(value), str(value)) for value in summary["categories"]]
+    summary["level"] = level
+    return finite(summary)
+
+
+def _summary(
+    matrix: Matrix, *, u_missing: bool, n_boot: int, seed: int, level: str | None = None
+) -> dict[str, Any]:
+    """One treatment of one item. ``level`` is the item's level of measurement (codebooks
+    of fields; None: the first codebooks, nominal throughout): with U excluded
+    (``u_missing``) alpha is computed at it; with U as a category of its own the values
+    cannot all be ranked or measured, so that treatment is nominal. With a ``level`` the
+    summary says which level it used."""
     if not matrix.codes.size:
-        return {"n_units": 0, "n_coders": len(matrix.coders), "empty": True}
+        empty: dict[str, Any] = {"n_units": 0, "n_coders": len(matrix.coders), "empty": True}
+        if level is not None:
+            empty["level"] = level if u_missing else "nominal"
+        return empty
+    if u_missing and level not in (None, "nominal"):
+        summary = _summary_at_level(matrix, level=level, n_boot=n_boot, seed=seed)
+        if summary is not None:
+            return summary
     # Codes as numbers (``reliability``'s fast form): with the categories sorted, code
     # order is category order, so every coefficient, pattern and resample is the same as
     # with the category strings, and the categories are named back afterwards.
@@ -87,6 +141,8 @@ def _summary(matrix: Matrix, *, u_missing: bool, n_boot: int, seed: int) -> dict
         seed=seed,
     )
     summary["categories"] = [matrix.categories[int(code)] for code in summary["categories"]]
+    if level is not None:
+        summary["level"] = "nominal"
     return finite(summary)
 
 
@@ -112,13 +168,22 @@ def _unresolved(matrix: Matrix) -> list[dict[str, Any]]:
 
 
 def _item_report(
-    key: str, label: str, matrix: Matrix, *, n_boot: int, seed: int, unresolved: bool = True
+    key: str,
+    label: str,
+    matrix: Matrix,
+    *,
+    n_boot: int,
+    seed: int,
+    unresolved: bool = True,
+    level: str | None = None,
 ) -> dict[str, Any]:
+    item: dict[str, Any] = {"key": key, "label": label}
+    if level is not None:
+        item["level"] = level
     return {
-        "key": key,
-        "label": label,
-        "u_category": _summary(matrix, u_missing=False, n_boot=n_boot, seed=seed),
-        "u_missing": _summary(matrix, u_missing=True, n_boot=n_boot, seed=seed),
+        **item,
+        "u_category": _summary(matrix, u_missing=False, n_boot=n_boot, seed=seed, level=level),
+        "u_missing": _summary(matrix, u_missing=True, n_boot=n_boot, seed=seed, level=level),
         "confusion": _confusion(matrix),
         "unresolved": _unresolved(matrix) if unresolved and len(matrix.units) else [],
     }
@@ -153,7 +218,9 @@ def report_build(
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> dict[str, Any]:
     """The report's JSON value. ``progress(done, total)`` is called after each item."""
-    is_answer = inputs.codebook.unit == "answer"
+    # Claims are aligned for the first answer codebook; a codebook of fields compares its
+    # fields, each at its level.
+    is_answer = inputs.codebook.unit == "answer" and not inputs.levels
     plan = _groups(inputs)
     per_group = len(inputs.items) + (len(CLAIM_ITEMS) if is_answer else 0)
     total = max(1, per_group * sum(len(groups) for _, groups in plan))
@@ -166,7 +233,16 @@ def report_build(
             coders, units, grids = matrices(inputs.heads, selected, inputs.domains)
             items = []
             for (key, label), matrix in zip(inputs.items, grids, strict=True):
-                items.append(_item_report(key, label, matrix, n_boot=n_boot, seed=seed))
+                items.append(
+                    _item_report(
+                        key,
+                        label,
+                        matrix,
+                        n_boot=n_boot,
+                        seed=seed,
+                        level=inputs.levels.get(key) if inputs.levels else None,
+                    )
+                )
                 done += 1
                 progress(done, total)
             group: dict[str, Any] = {

@@ -40,6 +40,7 @@ from audit.archive.models import (
     Unit,
     UnitState,
 )
+from audit.contract.codebook import codebook_from_dict
 from audit.contract.endpoint import VERDICTS
 from audit.ledger.models import StudyGate
 from audit.partitions.selectors import (
@@ -60,6 +61,9 @@ from metrics.models import ReportStatus, StudyReport
 from metrics.report_build import CodebookInfo, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
+#: Codebooks of this format declare their fields; their report compares every field with
+#: a value at the field's level of measurement.
+ENGINE_FORMAT = 2
 
 
 def sealed_partitions(study: Study) -> tuple[str, ...]:
@@ -133,8 +137,20 @@ def labels_digest(*, study: Study) -> str:
     return labels_digest_of(heads.record_digests)
 
 
+def _engine_fields(definition: dict[str, Any]) -> tuple[Any, ...]:
+    """A format-2 codebook's unit-level fields with a value, in codebook order (the items
+    of its report); none for the first codebooks."""
+    if definition.get("format_version") != ENGINE_FORMAT:
+        return ()
+    codebook = codebook_from_dict(definition)
+    return tuple(f for f in codebook.fields if f.is_value and f.placement == "unit")
+
+
 def _items(study: Study) -> tuple[tuple[str, str], ...]:
     definition = study.codebook.definition or {}
+    engine = _engine_fields(definition)
+    if engine:
+        return tuple((f.code, f"{f.code}: {f.label}") for f in engine)
     if study.codebook.unit == CodebookUnit.TUPLE:
         labels = {p.get("key"): p.get("label") for p in definition.get("predicates") or ()}
         support = (definition.get("passage_support") or {}).get("label") or "Passage support"
@@ -179,9 +195,11 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     (plus what ``partition_sealed`` reads)."""
     codebook = study.codebook
     is_tuple = codebook.unit == CodebookUnit.TUPLE
+    engine = _engine_fields(codebook.definition or {})
+    claim_rows = not is_tuple and not engine  # the first answer codebook's claim metrics
     sealed = sealed_partitions(study)
     columns = ["id", "partition", "observation__query__domain"]
-    if not is_tuple:
+    if claim_rows:
         columns += ["state", "observation_id"]
     ids: list[int] = []
     domains: list[str | None] = []
@@ -191,12 +209,14 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         for column, values in ((ids, 0), (domains, 2)):
             column.extend(row[values] for row in chunk)
         present.update(row[1] or UNASSIGNED for row in chunk)
-        if not is_tuple:
+        if claim_rows:
             units.update(
                 (row[0], (row[1] or UNASSIGNED, row[2] or "", row[3], row[4])) for row in chunk
             )
     items = _items(study)
-    if is_tuple:
+    if engine:
+        values = {f"v_{f.code}": KT(f"annotation__values__{f.code}") for f in engine}
+    elif is_tuple:
         values = {
             **{f"v_{key}": KT(f"annotation__predicates__{key}") for key in "IAMD"},
             "v_passage_support": KT("annotation__passage_support"),
@@ -215,7 +235,7 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         _head_rows(_independent_labels(study, sealed), values),
         n_items=len(items),
         coder_of=lambda user_id: pseudonyms.get(user_id, f"user-{user_id}"),
-        claims_of=None if is_tuple else _claim_spans,
+        claims_of=None if is_tuple or engine else _claim_spans,
     )
     digests = {*heads.codebooks, codebook.digest}
     codebooks = {
@@ -225,7 +245,9 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         )
     }
     inputs: dict[str, Any] = {}
-    if not is_tuple:
+    if engine:
+        inputs = {"levels": {f.code: f.level for f in engine}}
+    elif claim_rows:
         open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
         inputs = _claim_rows(study, units, open_units)
     return ReportInputs(

@@ -12,10 +12,17 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
+from annotator.adjudication import picks as picks_module
 from annotator.errors import AnnotationError
 from annotator.labelling.models import Label, LabelKind, OutcomeWaiting, SightVia
 from annotator.labelling.selectors import label_record
-from annotator.labelling.services import LabelRefused, labels_seen_record, text_refusal
+from annotator.labelling.services import (
+    FIELDS_FORMAT,
+    LabelRefused,
+    annotation_problems,
+    labels_seen_record,
+    text_refusal,
+)
 from annotator.memberships.models import Role
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
@@ -32,7 +39,12 @@ from audit.queueing import LABEL_ADJUDICATED, queue_job
 SOURCE_RISK_JUDGMENTS = ("predicates", "passage_support", "source_role")
 
 
-def judgments_of(annotation: dict[str, Any], unit_kind: str) -> tuple:
+def judgments_of(
+    annotation: dict[str, Any], unit_kind: str, definition: dict[str, Any] | None = None
+) -> tuple:
+    """What agreeing annotations share. A codebook of format 2 says it by its fields."""
+    if definition is not None and definition.get("format_version") == FIELDS_FORMAT:
+        return picks_module.judgments_key(definition, annotation)
     if unit_kind == CodebookUnit.TUPLE:
         predicates = annotation.get("predicates") or {}
         return (
@@ -227,6 +239,13 @@ def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, A
     annotations = [label.annotation for label in heads]
     first = annotations[0]
     common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
+    definition = study.codebook.definition or {}
+    if definition.get("format_version") == FIELDS_FORMAT:
+        return {
+            **common,
+            **picks_module.consensus_fields(definition, annotations),
+            "rationale": None,
+        }
     if study.codebook.unit == CodebookUnit.TUPLE:
         evidence = {
             key: {
@@ -272,7 +291,15 @@ def unit_state_recompute(*, unit: Unit) -> tuple[str, Label | None]:
         state = UnitState.OPEN
     elif len(heads) < study.overlap:
         state = UnitState.PARTIALLY_LABELLED
-    elif len({judgments_of(h.annotation, study.codebook.unit) for h in heads}) == 1:
+    elif (
+        len(
+            {
+                judgments_of(h.annotation, study.codebook.unit, study.codebook.definition)
+                for h in heads
+            }
+        )
+        == 1
+    ):
         state = UnitState.AGREED
         consensus = _consensus_create(study=study, unit=unit, heads=heads)
     else:
@@ -371,9 +398,17 @@ def adjudication_submit(
         record, parents = _final_record_fields(
             study=study, unit=unit, annotation=final, heads=heads
         )
-        result = check_record(record, codebook_registry())
+        registry = codebook_registry()
+        result = check_record(record, registry)
         if not result.ok:
-            raise LabelRefused(result.message or "refused", code=result.reason)
+            raise LabelRefused(
+                result.message or "refused",
+                code=result.reason,
+                problems=annotation_problems(
+                    codebook=registry.get((study.codebook.name, study.codebook.version)),
+                    record=record,
+                ),
+            )
         label = Label.objects.create(
             study=study,
             unit=unit,
@@ -389,3 +424,41 @@ def adjudication_submit(
         Unit.objects.filter(pk=unit.pk).update(state=UnitState.ADJUDICATED)
         queue_job(LABEL_ADJUDICATED, label.pk)
     return label
+
+
+def adjudication_submit_picks(
+    *,
+    unit: Unit,
+    adjudicator: AbstractBaseUser,
+    picks: dict[str, str],
+    rationale: str,
+    client_submission_id: uuid.UUID | str,
+) -> Label:
+    """The final labels of a disputed unit of a format-2 codebook, from per-field picks:
+    ``picks[field code]`` is the record digest of the independent label whose value (with
+    its reason and evidence spans) the final record takes. A field on which the labels
+    differ must be picked; refusals name the field."""
+    unit = Unit.objects.select_related("study__codebook").get(pk=unit.pk)
+    definition = unit.study.codebook.definition or {}
+    heads = independent_heads(unit=unit)
+    position = {head.record_digest: index for index, head in enumerate(heads)}
+    indices: dict[str, int] = {}
+    for code, digest in picks.items():
+        if digest not in position:
+            raise AdjudicationRefused(
+                f"{code}: the label picked is not one of this unit's latest independent "
+                "labels (a revision may have arrived): reload the page",
+                code="unknown_pick",
+            )
+        indices[code] = position[digest]
+    try:
+        body = picks_module.final_from_picks(definition, [h.annotation for h in heads], indices)
+    except picks_module.PickError as exc:
+        raise AdjudicationRefused(exc.message, code="pick_missing") from None
+    return adjudication_submit(
+        unit=unit,
+        adjudicator=adjudicator,
+        annotation=body,
+        rationale=rationale,
+        client_submission_id=client_submission_id,
+    )

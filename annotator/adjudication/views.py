@@ -22,12 +22,21 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.access import study_get_for_adjudicator, unit_get_for_adjudicator
+from annotator.adjudication.picks import differing_fields
 from annotator.adjudication.services import (
     AdjudicationRefused,
     adjudication_submit,
+    adjudication_submit_picks,
     independent_heads,
 )
 from annotator.errors import AnnotationError
+from annotator.labelling.fields_page import (
+    codebook_fields_for_page,
+    is_fields_codebook,
+    panes_template,
+    spans_of,
+    value_text,
+)
 from annotator.labelling.forms import (
     SubmitForm,
     TextField,
@@ -480,6 +489,8 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
         unit = unit_get_for_adjudicator(user=request.user, unit_id=unit_id)
     except PermissionDenied as exc:
         return _refused_page(request, exc)
+    if is_fields_codebook(unit.study.codebook.definition):
+        return _fields_unit(request, unit)
     if request.method == "GET":
         return _render_unit(request, _page_context(unit))
 
@@ -523,3 +534,168 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
         f"{len(label.parents)} parents.",
     )
     return redirect("adjudication-queue", slug=study.slug)
+
+
+# --- codebooks of format 2: the page from the codebook's fields -------------------------
+
+
+def _fields_cell(field: dict[str, Any], annotation: dict[str, Any]) -> dict[str, Any]:
+    values = annotation.get("values")
+    values = values if isinstance(values, dict) else {}
+    reasons = annotation.get("reasons")
+    reasons = reasons if isinstance(reasons, dict) else {}
+    code = field["code"]
+    return {
+        "text": value_text(field, values.get(code), present=code in values),
+        "missing": code not in values,
+        "reason": reasons.get(code) or "",
+        "spans": spans_of(annotation, code),
+    }
+
+
+def _fields_context(
+    unit: Unit,
+    *,
+    picked: dict[str, str] | None = None,
+    rationale: str = "",
+    error: tuple[str, str] | None = None,
+    client_submission_id: str | None = None,
+) -> dict[str, Any]:
+    study = unit.study
+    definition = study.codebook.definition
+    codebook = codebook_fields_for_page(definition)
+    content = unit_content(unit=unit)
+    shows_labels = unit.state in (UnitState.DISPUTED, UnitState.ADJUDICATED)
+    heads = independent_heads(unit=unit) if shows_labels else []
+    final = None
+    if unit.state == UnitState.ADJUDICATED:
+        final = Label.objects.filter(unit=unit, kind=LabelKind.ADJUDICATED).order_by("-id").first()
+    columns = [
+        {
+            "index": index,
+            "pseudonym": head.annotation.get("annotator") or f"annotator {index + 1}",
+            "record_digest": head.record_digest,
+            "revision": head.revision,
+            "annotation": annotation_for_page(head.annotation) or {},
+        }
+        for index, head in enumerate(heads)
+    ]
+    annotations = [column["annotation"] for column in columns]
+    differing = differing_fields(definition, annotations) if annotations else set()
+    picked = picked or {}
+    unpicked = error is not None and error[0] == "pick_missing"
+    rows = []
+    for entry in codebook["fields"]:
+        code = entry["code"]
+        cells = []
+        for column in columns:
+            cell = _fields_cell(entry, column["annotation"])
+            digest = column["record_digest"]
+            if code in picked:
+                checked = picked[code] == digest
+            else:
+                checked = code not in differing and column["index"] == 0
+            cells.append({**cell, "index": column["index"], "digest": digest, "checked": checked})
+        rows.append(
+            {
+                "code": code,
+                "label": entry["label"],
+                "type": entry["type"],
+                "differs": code in differing,
+                "cells": cells,
+                "problem": "Pick one of the labels."
+                if unpicked and code in differing and code not in picked
+                else "",
+                "final": _fields_cell(entry, final.annotation) if final is not None else None,
+            }
+        )
+    pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
+    is_tuple = content.codebook_unit == CodebookUnit.TUPLE
+    sources = [
+        (
+            {
+                "index": index,
+                "label": f"Source {index + 1}",
+                "url": source["canonical_url"] or source["original_url"],
+            },
+            source,
+        )
+        for index, source in enumerate(content.sources)
+    ]
+    return {
+        "study": study,
+        "unit": unit,
+        "codebook": codebook,
+        "shows_labels": bool(columns) or final is not None,
+        "panes_template": panes_template(content.codebook_unit),
+        "query": content.query,
+        "answer": content.answer,
+        "source": content.sources[0] if is_tuple else None,
+        "sources": sources,
+        "columns": columns,
+        "rows": rows,
+        "final": final,
+        "parents": [
+            {"digest": digest, "pseudonym": pseudonyms.get(digest)}
+            for digest in (final.parents if final is not None else [])
+        ],
+        "editable": unit.state == UnitState.DISPUTED and bool(columns),
+        "client_submission_id": client_submission_id or str(uuid.uuid4()),
+        "rationale": rationale,
+        "error": error,
+    }
+
+
+def _render_fields(
+    request: HttpRequest, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    if context["shows_labels"]:
+        labels_seen_record(user=request.user, units=[context["unit"].pk], via=SightVia.ADJUDICATION)
+    return render(request, "annotator/adjudicate_fields.html", context, status=status)
+
+
+def _fields_unit(request: HttpRequest, unit: Unit) -> HttpResponse:
+    """A format-2 unit: the labels side by side per field, one pick per field (radios, no
+    script needed), the final record built by the service from the picks."""
+    if request.method == "GET":
+        return _render_fields(request, _fields_context(unit))
+    picked = {
+        key.removeprefix("pick-"): value
+        for key, value in request.POST.items()
+        if key.startswith("pick-") and value
+    }
+    rationale = request.POST.get("rationale", "")
+    submission_id = request.POST.get("client_submission_id") or ""
+    try:
+        uuid.UUID(submission_id)
+    except ValueError:
+        context = _fields_context(
+            unit,
+            picked=picked,
+            rationale=rationale,
+            error=("invalid_submission_id", "client_submission_id must be a UUID"),
+        )
+        return _render_fields(request, context, status=400)
+    try:
+        label = adjudication_submit_picks(
+            unit=unit,
+            adjudicator=request.user,
+            picks=picked,
+            rationale=rationale,
+            client_submission_id=submission_id,
+        )
+    except (AdjudicationRefused, LabelRefused, AnnotationError) as exc:
+        context = _fields_context(
+            unit,
+            picked=picked,
+            rationale=rationale,
+            error=(exc.code, exc.message),
+            client_submission_id=submission_id,
+        )
+        return _render_fields(request, context, status=400)
+    messages.success(
+        request,
+        f"Unit {unit.pk} adjudicated: final record {label.record_digest[:12]}… stored with "
+        f"{len(label.parents)} parents.",
+    )
+    return redirect("adjudication-queue", slug=unit.study.slug)

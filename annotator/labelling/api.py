@@ -135,15 +135,33 @@ def annotation_for_annotator(annotation: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error(exc: AnnotationError, code: int, **extra: Any) -> Response:
+    problems = getattr(exc, "problems", None)
+    if problems:  # a format-2 annotation: every problem, each naming its field
+        extra = {"problems": problems, **extra}
     return Response({"reason": exc.code, "message": exc.message, **extra}, status=code)
 
 
 # --- serializers shared by several operations ------------------------------------------
 
 
+class ProblemOutput(serializers.Serializer):
+    code = serializers.CharField(help_text="Machine-readable reason code.")
+    path = serializers.CharField(help_text="Where: e.g. annotation.values.<field code>.")
+    message = serializers.CharField(help_text="A sentence for people.")
+
+    class Meta:
+        ref_name = "AnnotationProblem"
+
+
 class ErrorOutput(serializers.Serializer):
     reason = serializers.CharField(help_text="Machine-readable reason code.")
     message = serializers.CharField(help_text="A sentence for people.")
+    problems = ProblemOutput(
+        many=True,
+        required=False,
+        help_text="A refused annotation of a format-2 codebook: every problem, each "
+        "naming its field (absent otherwise).",
+    )
 
     class Meta:
         ref_name = "AnnotationError"

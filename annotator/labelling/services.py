@@ -27,9 +27,15 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry_of
 from audit.contract import check_record
+from audit.contract.codebook import Codebook
 from audit.contract.errors import ContractError
+from audit.contract.fields import check_annotation
+from audit.contract.record import record_texts
 from audit.contract.texts import text_problem
 from audit.queueing import OUTCOMES_PROCESS, queue_job_once
+
+#: Codebooks of this format declare their fields (docs/formats.md, "Codebook format 2").
+FIELDS_FORMAT = 2
 
 # Re-exported: the record of a label is built by audit.archive.records, and every refusal
 # here is an AnnotationError (annotator.errors).
@@ -39,7 +45,21 @@ __all__ = ["AnnotationError", "record_build"]
 
 
 class LabelRefused(AnnotationError):
-    """The record contract refused the submitted annotation (reason code of the checker)."""
+    """The record contract refused the submitted annotation (reason code of the checker).
+
+    ``problems``: for a codebook of format 2, every problem the contract finds in the
+    annotation (``{"code", "path", "message"}``), so that each is shown next to its field;
+    empty otherwise."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        problems: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.problems = list(problems or [])
 
 
 class SubmissionIdReused(AnnotationError):
@@ -283,6 +303,20 @@ def _annotation_from_input(
     return annotation
 
 
+def annotation_problems(
+    *, codebook: Codebook | None, record: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every problem of a format-2 record's annotation as plain values, spans checked
+    against the record's texts (none for format 1, whose checker stops at the first)."""
+    if codebook is None or codebook.format_version != FIELDS_FORMAT:
+        return []
+    texts = record_texts(record, codebook.unit)
+    return [
+        {"code": problem.code, "path": problem.path, "message": problem.message}
+        for problem in check_annotation(codebook, record["annotation"], texts)
+    ]
+
+
 def _replayed(label: Label, assignment: Assignment) -> Submission:
     """The label a repeated submission id created — only on the assignment it was made on:
     answering with another unit's label would hand one unit's work to another."""
@@ -397,9 +431,17 @@ def label_submit(
             )
         except ContractError as exc:  # sealing refuses what cannot be hashed or stored
             raise LabelRefused(exc.message, code=exc.code) from None
-        result = check_record(record, codebook_registry_of(codebook=study.codebook))
+        registry = codebook_registry_of(codebook=study.codebook)
+        result = check_record(record, registry)
         if not result.ok:
-            raise LabelRefused(result.message or "refused", code=result.reason)
+            raise LabelRefused(
+                result.message or "refused",
+                code=result.reason,
+                problems=annotation_problems(
+                    codebook=registry.get((study.codebook.name, study.codebook.version)),
+                    record=record,
+                ),
+            )
         assisted = record["annotation"].get("assisted")
         try:
             with transaction.atomic():

@@ -24,6 +24,14 @@ from django.views import csrf
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
+from annotator.labelling.fields_page import (
+    codebook_fields_for_page,
+    fields_rows,
+    is_fields_codebook,
+    panes_template,
+    problems_by_field,
+    with_problems,
+)
 from annotator.labelling.forms import (
     DraftForm,
     SubmitForm,
@@ -59,6 +67,16 @@ TEMPLATES = {
     CodebookUnit.TUPLE: "annotator/form_source_risk.html",
     CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
 }
+#: A format-2 codebook's one form, whatever its unit kind; the unit's texts come from
+#: the panes of its kind.
+FIELDS_TEMPLATE = "annotator/form_fields.html"
+
+
+def form_template(assignment: Assignment) -> str:
+    codebook = assignment.study.codebook
+    if is_fields_codebook(codebook.definition):
+        return FIELDS_TEMPLATE
+    return TEMPLATES[codebook.unit]
 
 
 def session_required(template: str) -> Callable:
@@ -130,13 +148,19 @@ def _form_context(
     submitted: dict[str, Any] | None = None,
     error: tuple[str, str] | None = None,
     stale: bool = False,
+    problems: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything the form page needs. ``submitted`` is the annotation the user just sent
-    (shown again after a refusal, so that nothing is lost)."""
+    (shown again after a refusal, so that nothing is lost); ``problems`` are the record
+    contract's (format-2 codebooks), each shown next to the field it names."""
     study = assignment.study
     form_url = reverse("assignment-form", kwargs={"pk": assignment.pk})
     content = unit_content(unit=assignment.unit)
-    codebook = codebook_for_page(study.codebook.definition)
+    generic = is_fields_codebook(study.codebook.definition)
+    if generic:
+        codebook = codebook_fields_for_page(study.codebook.definition)
+    else:
+        codebook = codebook_for_page(study.codebook.definition)
     draft = draft_of(assignment=assignment)
     head = label_head(assignment=assignment)
     head_annotation = annotation_for_page(head.annotation) if head else None
@@ -163,13 +187,17 @@ def _form_context(
         }
         for index, source in enumerate(content.sources)
     ]
+    if generic:
+        # Snapshots are named as spans name them: "source:N" for an answer's N-th source.
+        for index, source in enumerate(content.sources if not is_tuple else []):
+            texts[f"source:{index}"] = source["text"]
     page_data = {
         "assignment": assignment.pk,
         "unit": content.codebook_unit,
         "texts": texts,
         # A tuple's one source is in ``texts``; an answer's sources are told apart by digest.
         "sources": []
-        if is_tuple
+        if is_tuple or generic
         else [{**source, "text": content.sources[source["index"]]["text"]} for source in sources],
         "failed": content.answer["status"] == "failed",
         "codebook": codebook,
@@ -179,6 +207,8 @@ def _form_context(
         "parent_digest": head.record_digest if head else "",
         "storage_key": _storage_key(assignment),
     }
+    if generic:
+        page_data["form"] = "fields"
     context: dict[str, Any] = {
         "study": study,
         "assignment": assignment,
@@ -197,9 +227,24 @@ def _form_context(
         "error": error,
         "login_url": f"{reverse('login')}?{urlencode({'next': form_url})}",
     }
+    if generic:
+        by_field, general = problems_by_field(problems or [], submitted)
+        context["fields"] = with_problems(codebook["fields"], by_field)
+        context["general_problems"] = general
+        context["evidence_fields"] = [
+            field
+            for field in codebook["fields"]
+            if field["evidence"] != "none" or field["type"] == "spans"
+        ]
+        context["panes_template"] = panes_template(content.codebook_unit)
     if stale:
-        mine = annotation_rows(annotation_for_page(submitted), codebook)
-        latest = annotation_rows(head_annotation, codebook)
+        rows = (
+            (lambda annotation: fields_rows(annotation, codebook["fields"]))
+            if generic
+            else (lambda annotation: annotation_rows(annotation, codebook))
+        )
+        mine = rows(annotation_for_page(submitted))
+        latest = rows(head_annotation)
         # Rows are marked where the versions differ, so that the eye finds the change.
         context["stale"] = {
             "mine": [(label, value, (label, value) not in latest) for label, value in mine],
@@ -215,7 +260,7 @@ def _form_context(
 def assignment_form(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
     context = _form_context(assignment)
-    return render(request, TEMPLATES[assignment.study.codebook.unit], context)
+    return render(request, form_template(assignment), context)
 
 
 @session_required("annotator/_draft_status.html")
@@ -249,7 +294,7 @@ def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
-    template = TEMPLATES[assignment.study.codebook.unit]
+    template = form_template(assignment)
     form = SubmitForm(request.POST)
     wait = submit_wait(request.user.pk)
     if wait is not None:
@@ -289,7 +334,12 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
         context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
         return render(request, template, context, status=409)
     except (LabelRefused, AnnotationError) as exc:
-        context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
+        context = _form_context(
+            assignment,
+            submitted=annotation,
+            error=(exc.code, exc.message),
+            problems=getattr(exc, "problems", None),
+        )
         return render(request, template, context, status=400)
     label = submission.label
     # The browser's unsent copy of this form is no longer needed (see static/js/forget.js).

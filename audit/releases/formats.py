@@ -36,7 +36,9 @@ from typing import IO, Any
 
 from audit.contract.canonical import canonical_json, canonical_text_unchecked, encode_string
 from audit.contract.cells import spreadsheet_safe
+from audit.contract.codebook import Codebook
 from audit.contract.endpoint import VERDICTS
+from audit.contract.fields import derive, field_values
 
 FORMAT_VERSION = 1
 MANIFEST = "SHA256SUMS"
@@ -200,10 +202,72 @@ OUTCOMES = Table(
 )
 
 
-def label_table(name: str, unit: str) -> Table:
-    """The label table of a codebook unit (``tuple`` or ``answer``)."""
+def label_table(name: str, unit: str, codebook: Codebook | None = None) -> Table:
+    """The label table of a codebook: for a codebook of fields (format 2) one column per
+    field and per derived value (:func:`field_columns`); for the first codebooks, by unit
+    (``tuple`` or ``answer``)."""
+    if codebook is not None and codebook.format_version == ENGINE_FORMAT:
+        return Table(name, _LABEL_COMMON + field_columns(codebook))
     specific = _SOURCE_RISK if unit == "tuple" else _ANSWER_CLAIMS
     return Table(name, _LABEL_COMMON + specific)
+
+
+# --- codebooks of fields (format 2) ---------------------------------------------------------
+
+ENGINE_FORMAT = 2
+_FIELD_COLUMN_TYPES = {
+    "choice": "string",
+    "grade": "int",
+    "verdict": "bool",
+    "number": "float",
+    "date": "string",
+    "text": "string",
+    "spans": "json",
+    "claims": "json",
+}
+_DERIVED_COLUMN_TYPES = {"min": "bool", "R_O": "int", "claims_summary": "bool"}
+#: After the field and derived columns: the reasons and evidence spans by field, as JSON.
+_FIELD_TAIL = (("reasons", "json"), ("spans", "json"), ("rationale", "string"))
+_RESERVED = frozenset(name for name, _ in _LABEL_COMMON + _FIELD_TAIL)
+
+
+def column_name(code: str) -> str:
+    """A field's or derived value's column: its code, unless a fixed column has that name
+    (then ``<code>_value``)."""
+    return f"{code}_value" if code in _RESERVED else code
+
+
+def field_columns(codebook: Codebook) -> tuple[tuple[str, str], ...]:
+    """The columns of a codebook of fields, in codebook order: each field (a
+    per-document field is a JSON list, one value per document), then each derived value."""
+    columns = [
+        (
+            column_name(f.code),
+            "json" if f.placement == "document" else _FIELD_COLUMN_TYPES.get(f.type, "json"),
+        )
+        for f in codebook.fields
+    ]
+    columns += [
+        (column_name(d.code), _DERIVED_COLUMN_TYPES.get(d.rule, "json")) for d in codebook.derived
+    ]
+    return (*columns, *_FIELD_TAIL)
+
+
+def field_cells(codebook: Codebook, annotation: Mapping[str, Any]) -> dict[str, Any]:
+    """The field, derived, reasons and spans cells of one stored annotation (a stored
+    annotation passed the record contract; a failed answer's has no values: every cell is
+    empty)."""
+    values = annotation.get("values")
+    if isinstance(values, Mapping):
+        cells = {column_name(k): v for k, v in field_values(codebook, annotation).items()}
+        derived = derive(codebook, annotation)
+    else:
+        cells = {column_name(f.code): None for f in codebook.fields}
+        derived = {d.code: None for d in codebook.derived}
+    cells.update((column_name(k), v) for k, v in derived.items())
+    cells["reasons"] = annotation.get("reasons")
+    cells["spans"] = annotation.get("spans")
+    return cells
 
 
 def _cell_text(value: Any, kind: str) -> str:
@@ -406,18 +470,27 @@ def write_json(path: Path, value: Any) -> None:
 
 # --- withheld texts -----------------------------------------------------------------------
 
-WITHHELD_SNAPSHOTS = ("answer", "source")
+WITHHELD_SNAPSHOTS = ("answer", "source", "baseline")
+WITHHELD_PREFIXES = ("source:", "document:")
 
 
 def quote_sha256(quote: str) -> str:
     return hashlib.sha256(quote.encode("utf-8")).hexdigest()
 
 
+def _withheld_snapshot(name: Any) -> bool:
+    """An answer's or a source's text (``source:N`` and ``document:N`` in units of several,
+    ``baseline`` the second answer of a pair); the query is never withheld."""
+    return isinstance(name, str) and (
+        name in WITHHELD_SNAPSHOTS or name.startswith(WITHHELD_PREFIXES)
+    )
+
+
 def withhold_span(span: Any) -> Any:
     """A span of an answer or source without its quote: the offsets stay, the quote is
     replaced by ``null`` and its SHA-256 (``quote_sha256``), so that whoever holds the
     archived text can check it."""
-    if not isinstance(span, dict) or span.get("snapshot") not in WITHHELD_SNAPSHOTS:
+    if not isinstance(span, dict) or not _withheld_snapshot(span.get("snapshot")):
         return span
     quote = span.get("quote")
     if not isinstance(quote, str):
@@ -445,6 +518,16 @@ def withhold_annotation(annotation: dict[str, Any], counter: Withheld) -> dict[s
     """The annotation with every answer/source quote replaced by its SHA-256."""
     out = dict(annotation)
     spans = annotation.get("spans")
+    if isinstance(spans, list):  # a codebook of fields: one list, each span naming its field
+        out["spans"] = [_count(withhold_span(s), s, counter) for s in spans]
+    values = annotation.get("values")
+    if isinstance(values, dict):  # spans fields hold spans as their value
+        out["values"] = {
+            key: [_count(withhold_span(s), s, counter) for s in value]
+            if isinstance(value, list) and all(isinstance(s, dict) and "quote" in s for s in value)
+            else value
+            for key, value in values.items()
+        }
     if isinstance(spans, dict):
         out["spans"] = (
             {

@@ -342,7 +342,13 @@ def _units_update(study: Study, rows: list[dict[str, Any]], judgments_of: Any) -
         elif "consensus" in finals[unit_id]:
             state = UnitState.AGREED
         elif len(annotations) >= study.overlap and (
-            len({judgments_of(a, study.codebook.unit) for a in annotations}) > 1
+            len(
+                {
+                    judgments_of(a, study.codebook.unit, study.codebook.definition)
+                    for a in annotations
+                }
+            )
+            > 1
         ):
             state = UnitState.DISPUTED
         else:

@@ -45,6 +45,7 @@ from audit.contract.canonical import (
     canonical_text_unchecked,
     sha256_hex,
 )
+from audit.contract.codebook import Codebook, codebook_from_dict
 from audit.ledger.chain import ledger_head
 from audit.ledger.gate import claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
@@ -266,12 +267,21 @@ def _assisted_model(label: dict[str, Any]) -> str | None:
     return label["assisted_model"]
 
 
+def _engine_codebook(study: Study) -> Codebook | None:
+    """The study's codebook parsed, when it is a codebook of fields (format 2)."""
+    definition = study.codebook.definition or {}
+    if definition.get("format_version") != rf.ENGINE_FORMAT:
+        return None
+    return codebook_from_dict(definition)
+
+
 def _label_row(
     label: dict[str, Any],
     annotation: dict[str, Any],
     unit: dict[str, Any],
     current: bool,
     kind: str,
+    engine: Codebook | None = None,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "record_digest": label["record_digest"],
@@ -286,7 +296,9 @@ def _label_row(
         "created_at": mapping.format_instant(label["created_at"]),
         "rationale": annotation.get("rationale"),
     }
-    if kind == CodebookUnit.TUPLE:
+    if engine is not None:
+        row.update(rf.field_cells(engine, annotation))
+    elif kind == CodebookUnit.TUPLE:
         predicates = annotation.get("predicates") or {}
         row.update({key: predicates.get(key) for key in "IAMD"})
         row["passage_support"] = annotation.get("passage_support")
@@ -321,6 +333,7 @@ def bundle_write(
     directory.mkdir(parents=True)
     codebook = study.codebook
     unit_kind = codebook.unit
+    engine = _engine_codebook(study)
 
     label_cutoff = Label.objects.filter(study=study).aggregate(top=Max("id"))["top"] or 0
     ledger_cutoff = LedgerEntry.objects.filter(study=study).aggregate(top=Max("seq"))["top"] or 0
@@ -348,9 +361,9 @@ def bundle_write(
     withheld = rf.Withheld()
     tables = {
         "labels_independent": rf.TableFiles(
-            directory, rf.label_table("labels_independent", unit_kind)
+            directory, rf.label_table("labels_independent", unit_kind, engine)
         ),
-        "labels_final": rf.TableFiles(directory, rf.label_table("labels_final", unit_kind)),
+        "labels_final": rf.TableFiles(directory, rf.label_table("labels_final", unit_kind, engine)),
         "outcomes": rf.TableFiles(directory, rf.OUTCOMES),
     }
     records = rf.bundle_file(directory, rf.RECORDS).open("xb")
@@ -518,6 +531,7 @@ def _write_chunk(
         ).values(*_OUTCOME_FIELDS)
     }
     unit_kind = study.codebook.unit
+    engine = _engine_codebook(study)
     for unit in chunk:
         tally.units += 1
         content = contents[unit["id"]]
@@ -531,7 +545,7 @@ def _write_chunk(
                 record = rf.withhold_record(record, withheld)
                 line = canonical_json_unchecked(record) + b"\n"
             annotation = record["annotation"]
-            row = _label_row(label, annotation, unit, current, unit_kind)
+            row = _label_row(label, annotation, unit, current, unit_kind, engine)
             if kind == LabelKind.INDEPENDENT:
                 tables["labels_independent"].write(row)
                 tally.annotators[str(annotation.get("annotator"))] += 1

@@ -88,7 +88,8 @@
       return;
     }
     const data = JSON.parse(dataNode.textContent);
-    const factory = factories[data.unit];
+    // A codebook of format 2 has one generic form (fields.js) whatever its unit kind.
+    const factory = factories[data.form || data.unit];
     if (!factory) {
       return;
     }
