@@ -48,6 +48,9 @@ TABLES = {
     "annotator.Label": "annotator_label",
     "annotator.LabelSight": "annotator_labelsight",
     "annotator.Membership": "annotator_membership",
+    "annotator.QualityPlan": "annotator_qualityplan",
+    "annotator.GoldItem": "annotator_golditem",
+    "annotator.KeptDraft": "annotator_keptdraft",
     "metrics.StudyReport": "metrics_studyreport",
 }
 

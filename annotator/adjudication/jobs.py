@@ -15,7 +15,7 @@ from celery import shared_task
 from django.conf import settings
 
 from annotator.adjudication.services import label_outcome, unit_state_recompute
-from annotator.labelling.models import Label
+from annotator.labelling.models import Label, LabelKind
 from audit.ledger.models import LedgerEntry
 from audit.queueing import (
     LABEL_ADJUDICATED,
@@ -35,6 +35,8 @@ def label_submitted(label_id: int) -> str:
     """Outcome of the new label, the unit's adjudication state, a consensus record and its
     outcome when the labels agree, then the study's gate."""
     label = Label.objects.select_related("unit").get(pk=label_id)
+    if label.kind == LabelKind.GOLD:  # scored against its key: no outcome, no unit state
+        return label.unit.state
     delay = getattr(settings, "CLAIMGATE_JOB_DELAY_SECONDS", 0)
     if delay:  # failure drills only: leaves time to kill a worker mid-job
         time.sleep(delay)
@@ -61,7 +63,12 @@ def outcomes_sweep(limit: int = 1000) -> int:
     """Labels that have no ledger entry yet (their job was never queued, e.g. the broker
     was down, or it was lost): process them now. Runs periodically (beat)."""
     recorded = LedgerEntry.objects.values("record_digest")
-    missing = list(Label.objects.exclude(record_digest__in=recorded).order_by("id")[:limit])
+    # Gold labels are scored against their key, never given an outcome.
+    missing = list(
+        Label.objects.exclude(record_digest__in=recorded)
+        .exclude(kind=LabelKind.GOLD)
+        .order_by("id")[:limit]
+    )
     studies = set()
     for label in missing:
         if label.kind == "independent":
