@@ -46,7 +46,7 @@ STAGE = "stage.json"
 RELIABILITY = "reliability.json"
 RECORDS = "records.jsonl"
 TABLE_FORMATS = ("jsonl", "csv", "parquet")
-TABLE_NAMES = ("labels_independent", "labels_final", "outcomes")
+TABLE_NAMES = ("labels_independent", "labels_final", "labels_gold", "outcomes")
 #: Every name a bundle may hold. Nothing else is ever written into a bundle folder.
 BUNDLE_FILES = (
     README,
@@ -200,10 +200,15 @@ OUTCOMES = Table(
 )
 
 
+#: The gold table's own columns: the unit's key and whether this label matches it.
+_GOLD = (("gold_key", "json"), ("gold_right", "bool"))
+
+
 def label_table(name: str, unit: str) -> Table:
-    """The label table of a codebook unit (``tuple`` or ``answer``)."""
+    """The label table of a codebook unit (``tuple`` or ``answer``); the gold table adds
+    each label's key and score."""
     specific = _SOURCE_RISK if unit == "tuple" else _ANSWER_CLAIMS
-    return Table(name, _LABEL_COMMON + specific)
+    return Table(name, _LABEL_COMMON + specific + (_GOLD if name == "labels_gold" else ()))
 
 
 def _cell_text(value: Any, kind: str) -> str:
