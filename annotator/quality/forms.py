@@ -49,6 +49,6 @@ class GoldFromFinalsForm(forms.Form):
 class KeyFileForm(forms.Form):
     file = forms.FileField(
         label="Key file (JSON Lines)",
-        help_text='One unit per line: {"unit": "<digest>", "key": {"I": 1, …}, '
+        help_text='One unit per line: {"unit": "the unit digest", "key": {"I": 1, …}, '
         '"qualification": false}. One bad line refuses the whole file.',
     )
