@@ -25,6 +25,7 @@ from annotator.quality.selectors import (
     plan_of,
     qualification_of,
     served_of,
+    study_has_gold,
 )
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
@@ -218,7 +219,7 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     )
     if unfinished is not None:
         return unfinished
-    gold, holds_gold = _gold_turn(study=study, annotator=annotator)
+    gold, has_gold = _gold_turn(study=study, annotator=annotator)
     if gold is not None:
         return gold
     with transaction.atomic():
@@ -233,7 +234,7 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
                 # A unit nobody holds (assigned_count counts its assignments) is nobody's:
                 # only the others need the anti-join, which reads this annotator's slots.
                 candidates = candidates.exclude(assignments__annotator=annotator)
-            elif holds_gold:  # a gold unit handed out for scoring takes no slot
+            elif has_gold:  # a gold unit handed out for scoring takes no slot
                 candidates = candidates.exclude(gold_held(study=study, annotator=annotator))
             candidate = candidates.order_by("id").first()
             if candidate is not None and (unit is None or candidate.pk < unit.pk):
@@ -249,11 +250,15 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
 def _gold_turn(*, study: Study, annotator: AbstractBaseUser) -> tuple[Assignment | None, bool]:
     """A gold assignment when the study's quality plan asks for one now (a qualification
     unit while the qualification set is unfinished, else a gold unit at the study's gold
-    rate), with whether the annotator holds any gold unit. Refuses real units to an
-    annotator who failed the qualification set."""
+    rate), with whether the study has gold units at all (then the regular walk must skip
+    the units this annotator holds as gold). Refuses real units to an annotator who
+    failed the qualification set."""
+    if not study_has_gold(study=study):
+        return None, False
     plan = plan_of(study=study)
     if not plan.gold_rate and not plan.qualification_size:
-        return None, False
+        # Gold handed out under an earlier plan still takes no slot: the walk must skip it.
+        return None, True
     served = served_of(study=study, annotator=annotator)
     qualification = qualification_of(study=study, annotator=annotator, plan=plan, served=served)
     unit = None
@@ -280,7 +285,7 @@ def _gold_turn(*, study: Study, annotator: AbstractBaseUser) -> tuple[Assignment
     ):
         unit = gold_unit_next(study=study, annotator=annotator, qualification=False)
     if unit is None:
-        return None, served.gold > 0
+        return None, True
     try:
         with transaction.atomic():
             assignment = Assignment.objects.create(

@@ -102,6 +102,10 @@ def gold_unit_next(*, study: Study, annotator: Any, qualification: bool) -> Unit
     return item.unit if item is not None else None
 
 
+def study_has_gold(*, study: Study) -> bool:
+    return GoldItem.objects.filter(study=study).exists()
+
+
 def gold_held(*, study: Study, annotator: Any) -> Exists:
     """``~gold_held(...)`` keeps the units this annotator does not hold as gold: the
     regular queue must not hand them a unit they were given as gold."""

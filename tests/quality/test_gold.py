@@ -128,6 +128,23 @@ def test_gold_enters_the_queue_at_the_study_rate(study, people, units):
     assert len({a.unit_id for a in handed}) == 8
 
 
+def test_a_unit_held_as_gold_is_never_handed_out_again_once_the_plan_stops_gold(
+    study, people, units
+):
+    gold_mark_from_file(study=study, data=key_file(units[:1], qualification=True))
+    quality_plan_set(study=study, gold_rate=0.0, qualification_size=1, qualification_threshold=0)
+    gold, _ = answer(study, people["ann_a"])
+    assert gold.gold
+    assert gold.unit_id == units[0].pk  # the lowest unit: the regular walk's first pick
+    quality_plan_set(study=study, gold_rate=0.0, qualification_size=0, qualification_threshold=0)
+
+    handed = [answer(study, people["ann_a"])[0] for _ in range(len(units) - 1)]
+
+    assert units[0].pk not in {assignment.unit_id for assignment in handed}
+    assert not any(assignment.gold for assignment in handed)
+    assert assignment_next(study=study, annotator=people["ann_a"]) is None
+
+
 def test_gold_labels_never_enter_reliability_outcomes_or_unit_state(study, people, units):
     gold_mark_from_file(study=study, data=key_file(units[:4], qualification=True))
     quality_plan_set(study=study, gold_rate=0.0, qualification_size=4, qualification_threshold=0.5)
