@@ -326,9 +326,11 @@ class AnnotatorPauseApi(StrictQueryParams, APIView):
         request=Input,
         responses={
             200: Output,
-            400: OpenApiResponse(ErrorOutput, description="Not an annotator of this study."),
             403: _FORBIDDEN,
-            404: _NOT_FOUND,
+            404: OpenApiResponse(
+                description="No such study, or no annotator of it with this user id "
+                "(reason not_an_annotator)."
+            ),
         },
         operation_id="study_annotator_pause",
     )
@@ -339,7 +341,7 @@ class AnnotatorPauseApi(StrictQueryParams, APIView):
         person = get_user_model().objects.filter(pk=user_id).first()
         if person is None:
             exc = AnnotationError(f"no account {user_id}", code="not_an_annotator")
-            return _error(exc, status.HTTP_400_BAD_REQUEST)
+            return _error(exc, status.HTTP_404_NOT_FOUND)
         paused = payload.validated_data["paused"]
         released = 0
         try:
@@ -348,7 +350,7 @@ class AnnotatorPauseApi(StrictQueryParams, APIView):
             else:
                 annotator_resume(study=study, annotator=person)
         except AnnotationError as exc:
-            return _error(exc, status.HTTP_400_BAD_REQUEST)
+            return _error(exc, status.HTTP_404_NOT_FOUND)
         return Response(
             self.Output({"user_id": user_id, "paused": paused, "released": released}).data
         )

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models.fields.json import KeyTransform
+from django.db.models import CharField, Count, F, Value, Window
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce, Concat, RowNumber
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.memberships.models import Membership, Role
@@ -31,9 +33,9 @@ from annotator.quality.scoring import (
     Point,
     Proportion,
     Qualification,
+    U,
     by_block,
     by_week,
-    category,
     fields_for,
     matches,
     values_of,
@@ -84,46 +86,57 @@ def _gold_outcomes(study: Study) -> tuple[dict[int, list[Outcome]], dict[int, li
     return everything, qualifying
 
 
-def _agreement_outcomes(study: Study) -> dict[int, list[Outcome]]:
-    fields = fields_for(study.codebook.unit)
+def _compared(study: Study) -> Concat:
+    """The compared fields of a label as one text, field by field ("1|1|U|0|…"): two
+    labels agree when their texts are equal. Read by the database (``->>`` on
+    PostgreSQL, ``json_extract`` on SQLite): no annotation is parsed in Python."""
     if study.codebook.unit == "tuple":
-        columns = {
-            **{
-                f"q_{key}": KeyTransform(key, KeyTransform("predicates", "annotation"))
-                for key in "IAMD"
-            },
-            "q_passage_support": KeyTransform("passage_support", "annotation"),
-            "q_source_role": KeyTransform("source_role", "annotation"),
-        }
+        paths = [f"annotation__predicates__{key}" for key in "IAMD"]
+        paths += ["annotation__passage_support", "annotation__source_role"]
     else:
-        columns = {
-            f"q_{key}": KeyTransform(
-                "value", KeyTransform(key, KeyTransform("verdicts", "annotation"))
-            )
-            for key in fields
-        }
-    rows = (
+        paths = [f"annotation__verdicts__{key}__value" for key in fields_for("answer")]
+    parts: list[Any] = []
+    for path in paths:
+        if parts:
+            parts.append(Value("|"))
+        parts.append(Coalesce(Cast(KT(path), CharField()), Value(U)))
+    return Concat(*parts, output_field=CharField())
+
+
+def _agreement_outcomes(study: Study) -> dict[int, list[Outcome]]:
+    """Each annotator's latest independent revision per unit (one window, as the
+    outcomes read heads), and for each such head how many other heads its unit has and
+    how many of those are equal to it (two windows over the heads): no pair is built in
+    Python and no annotation read. One query; Python only counts."""
+    ranked = (
         Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
-        .annotate(**columns)
-        .order_by()
-        .values_list("unit_id", "annotator_id", "revision", "created_at", *columns)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("unit_id"), F("annotator_id")],
+                order_by=[F("revision").desc(), F("id").desc()],
+            )
+        )
+        .filter(rank=1)
+        .values("id")
     )
-    heads: dict[tuple[int, int], tuple[int, datetime, tuple[str, ...]]] = {}
-    for unit_id, annotator, revision, at, *values in rows.iterator(chunk_size=10_000):
-        head = heads.get((unit_id, annotator))
-        if head is None or revision > head[0]:
-            heads[(unit_id, annotator)] = (revision, at, tuple(map(category, values)))
-    by_unit: dict[int, list[tuple[int, datetime, tuple[str, ...]]]] = defaultdict(list)
-    for (unit_id, annotator), (_, at, values) in heads.items():
-        by_unit[unit_id].append((annotator, at, values))
+    rows = (
+        Label.objects.filter(id__in=ranked)
+        .annotate(compared=_compared(study))
+        .annotate(
+            on_unit=Window(Count("id"), partition_by=[F("unit_id")]),
+            equal=Window(Count("id"), partition_by=[F("unit_id"), F("compared")]),
+        )
+        .order_by()
+        .values_list("annotator_id", "created_at", "on_unit", "equal")
+    )
     outcomes: dict[int, list[Outcome]] = defaultdict(list)
-    for labelled in by_unit.values():
-        if len(labelled) < 2:
+    for annotator, at, on_unit, equal in rows.iterator(chunk_size=20_000):
+        if on_unit < 2:
             continue
-        for annotator, at, values in labelled:
-            for other, _, other_values in labelled:
-                if other != annotator:
-                    outcomes[annotator].append(Outcome(at=at, right=values == other_values))
+        mine = outcomes[annotator]
+        mine.extend([Outcome(at=at, right=True)] * (equal - 1))
+        mine.extend([Outcome(at=at, right=False)] * (on_unit - equal))
     return outcomes
 
 

@@ -262,3 +262,34 @@ def test_pause_returns_open_assignments_to_the_pool_and_keeps_drafts(study, peop
 def test_pausing_someone_who_is_not_an_annotator_is_refused(study, people):
     with pytest.raises(Exception, match="is not an annotator of study qc"):
         annotator_pause(study=study, annotator=people["res"])
+
+
+def test_agreement_with_the_others_counts_pairs_of_latest_revisions(study, people, units):
+    a, b, c = people["ann_a"], people["ann_b"], people["ann_c"]
+    study.overlap = 3
+    study.save(update_fields=["overlap"])
+    # Unit 1: all three agree. Unit 2: a and b agree, c differs (at first), then c revises
+    # to agree: only latest revisions count.
+    answer(study, a)
+    answer(study, b)
+    answer(study, c)
+    answer(study, a, WRONG)
+    answer(study, b, WRONG)
+    second, first_try = answer(study, c, RIGHT)
+    label_submit(
+        assignment=second,
+        annotation=source_risk(unit_content(unit=second.unit), values=WRONG, rationale="checked"),
+        client_submission_id=uuid.uuid4(),
+        parent_digest=first_try.record_digest,
+    )
+    # Unit 3: a and b differ.
+    answer(study, a)
+    answer(study, b, (None, 1, 1, 0))
+
+    quality = {q.username: q for q in quality_of_annotators(study=study)}
+
+    assert quality["ann_a"].agreement == Proportion(4, 5)
+    assert quality["ann_b"].agreement == Proportion(4, 5)
+    assert quality["ann_c"].agreement == Proportion(4, 4)
+    assert sum(point.proportion.n for point in quality["ann_a"].agreement_by_week) == 5
+    assert quality["ann_a"].gold == Proportion(0, 0)

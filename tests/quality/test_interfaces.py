@@ -238,5 +238,5 @@ def test_a_script_marks_gold_from_a_key_file_and_pauses_an_annotator(study, peop
     assert paused.json() == {"user_id": people["ann_a"].pk, "paused": True, "released": 0}
     assert nxt.status_code == 403
     assert nxt.json()["reason"] == "annotator_paused"
-    assert not_annotator.status_code == 400
+    assert not_annotator.status_code == 404
     assert not_annotator.json()["reason"] == "not_an_annotator"
