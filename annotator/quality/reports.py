@@ -21,23 +21,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import CharField, Count, F, Value, Window
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, Concat, RowNumber
+from django.db.models.functions import Cast, Coalesce, Concat, RowNumber, TruncWeek
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.memberships.models import Membership, Role
 from annotator.quality.models import GoldItem
 from annotator.quality.scoring import (
+    BLOCK,
     Outcome,
     Point,
     Proportion,
     Qualification,
+    Tally,
     U,
     by_block,
     by_week,
     fields_for,
     matches,
+    series_of,
     values_of,
 )
 from audit.archive.models import Study
@@ -103,11 +107,13 @@ def _compared(study: Study) -> Concat:
     return Concat(*parts, output_field=CharField())
 
 
-def _agreement_outcomes(study: Study) -> dict[int, list[Outcome]]:
+def _agreement_tallies(study: Study) -> dict[int, list[Tally]]:
     """Each annotator's latest independent revision per unit (one window, as the
-    outcomes read heads), and for each such head how many other heads its unit has and
-    how many of those are equal to it (two windows over the heads): no pair is built in
-    Python and no annotation read. One query; Python only counts."""
+    outcomes read heads); per head, how many other heads its unit has and how many of
+    those equal it (two windows over the heads), its ISO week and its number among the
+    annotator's heads in submission order (a third window); then summed by annotator,
+    week and block of 50 items. All in one statement: the database returns a few rows per
+    annotator, however many labels there are."""
     ranked = (
         Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
         .annotate(
@@ -120,24 +126,38 @@ def _agreement_outcomes(study: Study) -> dict[int, list[Outcome]]:
         .filter(rank=1)
         .values("id")
     )
-    rows = (
+    heads = (
         Label.objects.filter(id__in=ranked)
         .annotate(compared=_compared(study))
         .annotate(
             on_unit=Window(Count("id"), partition_by=[F("unit_id")]),
             equal=Window(Count("id"), partition_by=[F("unit_id"), F("compared")]),
+            item=Window(
+                RowNumber(), partition_by=[F("annotator_id")], order_by=[F("created_at"), F("id")]
+            ),
+            week=TruncWeek("created_at"),
         )
         .order_by()
-        .values_list("annotator_id", "created_at", "on_unit", "equal")
+        .values("annotator_id", "week", "item", "on_unit", "equal")
     )
-    outcomes: dict[int, list[Outcome]] = defaultdict(list)
-    for annotator, at, on_unit, equal in rows.iterator(chunk_size=20_000):
-        if on_unit < 2:
-            continue
-        mine = outcomes[annotator]
-        mine.extend([Outcome(at=at, right=True)] * (equal - 1))
-        mine.extend([Outcome(at=at, right=False)] * (on_unit - equal))
-    return outcomes
+    inner, params = heads.query.sql_with_params()
+    # Only the compiled SELECT and constants are interpolated; every value is a parameter.
+    sql = (
+        "SELECT annotator_id, week, (item - 1) / %s AS block, "  # noqa: S608
+        "SUM(equal - 1), SUM(on_unit - 1), MAX(item - 1) "
+        f"FROM ({inner}) heads WHERE on_unit > 1 "
+        "GROUP BY annotator_id, week, (item - 1) / %s"
+    )
+    tallies: dict[int, list[Tally]] = defaultdict(list)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [BLOCK, *params, BLOCK])
+        for annotator, week, block, right, n, last in cursor.fetchall():
+            if isinstance(week, str):  # SQLite returns the truncated instant as text
+                week = datetime.fromisoformat(week)
+            tallies[annotator].append(
+                Tally(week=week, block=int(block), right=int(right), n=int(n), last_item=int(last))
+            )
+    return tallies
 
 
 def quality_of_annotators(
@@ -152,13 +172,13 @@ def quality_of_annotators(
         .order_by("pseudonym")
     )
     gold, qualifying = _gold_outcomes(study)
-    agreement = _agreement_outcomes(study)
+    agreement = _agreement_tallies(study)
     required, threshold = qualification
     out = []
     for membership in memberships:
         user_id = membership.user_id
         mine = gold.get(user_id, [])
-        pairs = agreement.get(user_id, [])
+        agreed, agreed_by_week, agreed_by_block = series_of(agreement.get(user_id, []))
         passed = qualifying.get(user_id, [])[:required]
         out.append(
             AnnotatorQuality(
@@ -169,9 +189,9 @@ def quality_of_annotators(
                 gold=Proportion(sum(o.right for o in mine), len(mine)),
                 gold_by_week=by_week(mine),
                 gold_by_block=by_block(mine),
-                agreement=Proportion(sum(o.right for o in pairs), len(pairs)),
-                agreement_by_week=by_week(pairs),
-                agreement_by_block=by_block(pairs),
+                agreement=agreed,
+                agreement_by_week=agreed_by_week,
+                agreement_by_block=agreed_by_block,
                 qualification=Qualification(
                     required=required,
                     threshold=threshold,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 U = "U"
@@ -197,3 +197,44 @@ class Qualification:
     @property
     def failed(self) -> bool:
         return self.needed and not self.pending and not self.passed
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Counts of one annotator's comparisons that fall in one ISO week and one block of
+    ``BLOCK`` items (their items numbered 0, 1, … in submission order), as the database
+    aggregates them: ``right`` of ``n``, the block's last item number seen."""
+
+    week: date
+    block: int
+    right: int
+    n: int
+    last_item: int
+
+
+def week_label(day: date) -> str:
+    year, week, _ = day.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def series_of(
+    tallies: Sequence[Tally], size: int = BLOCK
+) -> tuple[Proportion, list[Point], list[Point]]:
+    """Overall, by ISO week and by blocks of ``size`` items, from the tallies."""
+    weeks: dict[str, list[int]] = {}
+    blocks: dict[int, list[int]] = {}
+    for tally in tallies:
+        counts = weeks.setdefault(week_label(tally.week), [0, 0])
+        counts[0] += tally.right
+        counts[1] += tally.n
+        counts = blocks.setdefault(tally.block, [0, 0, 0])
+        counts[0] += tally.right
+        counts[1] += tally.n
+        counts[2] = max(counts[2], tally.last_item)
+    overall = Proportion(sum(t.right for t in tallies), sum(t.n for t in tallies))
+    by_weeks = [Point(label, Proportion(k, n)) for label, (k, n) in sorted(weeks.items())]
+    by_blocks = [
+        Point(f"{block * size + 1}–{last + 1}", Proportion(k, n))
+        for block, (k, n, last) in sorted(blocks.items())
+    ]
+    return overall, by_weeks, by_blocks
