@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import CharField, Count, F, Value, Window
+from django.db.models import CharField, F, Value, Window
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Concat, RowNumber, TruncWeek
 
@@ -117,35 +117,30 @@ def _agreement_tallies(study: Study) -> dict[int, list[Tally]]:
     ranked = (
         Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
         .annotate(
+            compared=_compared(study),
+            week=TruncWeek("created_at"),
             rank=Window(
                 RowNumber(),
                 partition_by=[F("unit_id"), F("annotator_id")],
                 order_by=[F("revision").desc(), F("id").desc()],
-            )
-        )
-        .filter(rank=1)
-        .values("id")
-    )
-    heads = (
-        Label.objects.filter(id__in=ranked)
-        .annotate(compared=_compared(study))
-        .annotate(
-            on_unit=Window(Count("id"), partition_by=[F("unit_id")]),
-            equal=Window(Count("id"), partition_by=[F("unit_id"), F("compared")]),
-            item=Window(
-                RowNumber(), partition_by=[F("annotator_id")], order_by=[F("created_at"), F("id")]
             ),
-            week=TruncWeek("created_at"),
         )
         .order_by()
-        .values("annotator_id", "week", "item", "on_unit", "equal")
+        .values("id", "unit_id", "annotator_id", "created_at", "week", "compared", "rank")
     )
-    inner, params = heads.query.sql_with_params()
-    # Only the compiled SELECT and constants are interpolated; every value is a parameter.
+    inner, params = ranked.query.sql_with_params()
+    # One scan of the labels: the heads are the rank-1 rows, and the windows over them
+    # run on what that scan read (an IN (…) of head ids joined back to the table cost a
+    # probe per head). Only the compiled SELECT is interpolated; values are parameters.
     sql = (
         "SELECT annotator_id, week, (item - 1) / %s AS block, "  # noqa: S608
-        "SUM(equal - 1), SUM(on_unit - 1), MAX(item - 1) "
-        f"FROM ({inner}) heads WHERE on_unit > 1 "
+        "SUM(equal - 1), SUM(on_unit - 1), MAX(item - 1) FROM ("
+        "SELECT annotator_id, week, "
+        "COUNT(*) OVER (PARTITION BY unit_id) AS on_unit, "
+        "COUNT(*) OVER (PARTITION BY unit_id, compared) AS equal, "
+        "ROW_NUMBER() OVER (PARTITION BY annotator_id ORDER BY created_at, id) AS item "
+        f"FROM ({inner}) ranked WHERE ranked.rank = 1"
+        ") heads WHERE on_unit > 1 "
         "GROUP BY annotator_id, week, (item - 1) / %s"
     )
     tallies: dict[int, list[Tally]] = defaultdict(list)
