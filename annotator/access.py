@@ -153,7 +153,10 @@ def unit_get_for_adjudicator(*, user: AbstractBaseUser | AnonymousUser, unit_id:
     if Role.ADJUDICATOR not in roles_in_study(user=user, study=unit.study):
         _refuse(user, f"not an adjudicator of the study of unit {unit_id}", Http404)
     what = "tuple" if unit.study.codebook.unit == CodebookUnit.TUPLE else "answer"
-    if Label.objects.filter(unit=unit, annotator=user, kind=LabelKind.INDEPENDENT).exists():
+    labelled = Label.objects.filter(
+        unit=unit, annotator=user, kind__in=(LabelKind.INDEPENDENT, LabelKind.GOLD)
+    )
+    if labelled.exists():
         _refuse(
             user,
             f"Nobody adjudicates a {what} they labelled themselves: you labelled unit "

@@ -7,5 +7,17 @@ names ``annotator.models._new_pseudonym``, so it stays importable here.
 
 from annotator.labelling.models import Assignment, Draft, Label, LabelKind
 from annotator.memberships.models import Membership, Role, _new_pseudonym
+from annotator.quality.models import GoldItem, KeptDraft, QualityPlan
 
-__all__ = ["Assignment", "Draft", "Label", "LabelKind", "Membership", "Role", "_new_pseudonym"]
+__all__ = [
+    "Assignment",
+    "Draft",
+    "GoldItem",
+    "KeptDraft",
+    "Label",
+    "LabelKind",
+    "Membership",
+    "QualityPlan",
+    "Role",
+    "_new_pseudonym",
+]

@@ -295,10 +295,10 @@ def _label_units(study: Any, people: People, labelled: int, rng: random.Random) 
     from annotator.labelling.models import Assignment, LabelKind
     from annotator.memberships.services import pseudonym_of
     from audit.archive.models import Unit, UnitState
-    from audit.archive.records import record_build
+    from audit.archive.records import UNIT_VALUES, record_build, unit_contents_of
     from audit.archive.selectors import codebook_registry
     from audit.contract import check_record
-    from audit.releases.services import CHUNK, UNIT_VALUES, _batches, _contents
+    from audit.releases.services import CHUNK, _batches
 
     registry = codebook_registry()
     ledger = _Ledger(study)
@@ -317,7 +317,7 @@ def _label_units(study: Any, people: People, labelled: int, rng: random.Random) 
     adjudications: list[tuple[int, str, Any, list[Any]]] = []
     serial = 0
     for chunk in _batches(units, CHUNK):
-        contents = _contents(study, chunk)
+        contents = unit_contents_of(study=study, units=chunk)
         digests = {row["id"]: row["digest"] for row in chunk}
         pairs = {}
         for unit_id in contents:
@@ -634,6 +634,7 @@ def values(study: Any, people: People) -> Values:
             "unit_id": str(disputed.pk),
             "digest": adjudicated.record_digest,
             "id": str(user.pk),
+            "user_id": str(people.annotators[0].pk),  # the quality page's pause button
             "content_type_id": str(ContentType.objects.get_for_model(study).pk),
             "object_id": str(study.pk),
             "app_label": "audit",

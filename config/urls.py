@@ -10,6 +10,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from annotator.adjudication import urls as adjudication
 from annotator.labelling import urls as labelling
 from annotator.memberships import urls as memberships
+from annotator.quality import urls as quality
 from audit.archive import urls as archive
 from audit.ledger import urls as ledger
 from audit.partitions import urls as partitions
@@ -22,6 +23,7 @@ CAPABILITIES = (
     labelling,
     adjudication,
     memberships,
+    quality,
     ledger,
     partitions,
     releases,

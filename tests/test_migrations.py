@@ -49,6 +49,9 @@ TABLES = {
     "annotator.LabelSight": "annotator_labelsight",
     "annotator.Membership": "annotator_membership",
     "annotator.OutcomeWaiting": "annotator_outcomewaiting",
+    "annotator.QualityPlan": "annotator_qualityplan",
+    "annotator.GoldItem": "annotator_golditem",
+    "annotator.KeptDraft": "annotator_keptdraft",
     "metrics.StudyReport": "metrics_studyreport",
 }
 

@@ -20,7 +20,7 @@ from annotator.adjudication.services import (
     outcomes_process,
     unit_state_recompute,
 )
-from annotator.labelling.models import Label, OutcomeWaiting
+from annotator.labelling.models import Label, LabelKind, OutcomeWaiting
 from audit.archive.models import Unit
 from audit.ledger.models import LedgerEntry
 from audit.queueing import (
@@ -75,6 +75,8 @@ def label_submitted(label_id: int) -> str:
     """One label's outcome (messages queued before outcomes were batched, and the sweep):
     the label's study's waiting labels in bulk, or this label alone if it never waited."""
     label = Label.objects.select_related("unit").get(pk=label_id)
+    if label.kind == LabelKind.GOLD:  # scored against its key: no outcome, no unit state
+        return label.unit.state
     if OutcomeWaiting.objects.filter(label_id=label_id).exists():
         outcomes_process(study_id=label.study_id)
     else:
@@ -102,6 +104,7 @@ def outcomes_sweep(limit: int = 1000) -> int:
     missing = list(
         Label.objects.select_related("unit")
         .exclude(record_digest__in=recorded)
+        .exclude(kind=LabelKind.GOLD)  # scored against their key, never given an outcome
         .order_by("id")[:limit]
     )
     waiting = set(

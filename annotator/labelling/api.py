@@ -360,7 +360,11 @@ class AssignmentNextApi(AnnotatorApi):
             201: AssignmentDetailOutput,
             200: AssignmentDetailOutput,
             204: OpenApiResponse(description="Nothing is left for you in this study."),
-            403: _FORBIDDEN,
+            403: OpenApiResponse(
+                description="You are not an annotator of this study; or no unit is handed "
+                "to you now: reason annotator_paused (a researcher paused you), "
+                "qualification_failed or qualification_unavailable."
+            ),
         },
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -370,7 +374,10 @@ class AssignmentNextApi(AnnotatorApi):
         had_open = Assignment.objects.filter(
             study=study, annotator=request.user, submitted_at__isnull=True
         ).exists()
-        assignment = assignment_next(study=study, annotator=request.user)
+        try:
+            assignment = assignment_next(study=study, annotator=request.user)
+        except AnnotationError as exc:  # paused, or the qualification set stands in the way
+            return _error(exc, status.HTTP_403_FORBIDDEN)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         # The queue hands out the caller's own units of this study only (access checked

@@ -18,6 +18,9 @@ class Assignment(models.Model):
     )
     assigned_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # A gold unit handed out for scoring (annotator.quality): it takes no slot of the
+    # unit's overlap and its labels are kind GOLD. Never shown to the annotator.
+    gold = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]
@@ -49,6 +52,10 @@ class LabelKind(models.TextChoices):
     INDEPENDENT = "independent", "Independent"
     CONSENSUS = "consensus", "Consensus"
     ADJUDICATED = "adjudicated", "Adjudicated"
+    # A label made on a gold assignment: scored against the key, never in reliability,
+    # outcomes or a release's label tables (its record still says "independent": the
+    # annotator made it blind, like any other).
+    GOLD = "gold", "Gold"
 
 
 class Label(models.Model):

@@ -18,11 +18,18 @@ __all__ = [
     "assignments_of",
     "draft_of",
     "label_head",
+    "label_kind_of",
     "label_record",
     "labels_of_assignment",
     "outcomes_backlog",
     "unit_content",
 ]
+
+
+def label_kind_of(assignment: Assignment) -> str:
+    """The kind of the labels made on an assignment: GOLD on a gold unit handed out for
+    scoring, INDEPENDENT otherwise. (Their records both say "independent".)"""
+    return LabelKind.GOLD if assignment.gold else LabelKind.INDEPENDENT
 
 
 def label_head(*, assignment: Assignment) -> Label | None:
@@ -31,7 +38,7 @@ def label_head(*, assignment: Assignment) -> Label | None:
         Label.objects.filter(
             unit_id=assignment.unit_id,
             annotator_id=assignment.annotator_id,
-            kind=LabelKind.INDEPENDENT,
+            kind=label_kind_of(assignment),
         )
         .order_by("-revision")
         .first()
@@ -54,7 +61,7 @@ def labels_of_assignment(*, assignment: Assignment) -> list[Label]:
         Label.objects.filter(
             unit_id=assignment.unit_id,
             annotator_id=assignment.annotator_id,
-            kind=LabelKind.INDEPENDENT,
+            kind=label_kind_of(assignment),
         ).order_by("revision")
     )
 

@@ -21,8 +21,19 @@ from annotator.labelling.models import (
     LabelSight,
     OutcomeWaiting,
 )
-from annotator.labelling.selectors import unit_content
+from annotator.labelling.selectors import label_kind_of, unit_content
 from annotator.memberships.services import pseudonym_of_user_id
+from annotator.quality.models import KeptDraft
+from annotator.quality.scoring import gold_due
+from annotator.quality.selectors import (
+    annotator_paused,
+    gold_held,
+    gold_unit_next,
+    plan_of,
+    qualification_of,
+    served_of,
+    study_has_gold,
+)
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry_of
@@ -90,6 +101,17 @@ class DraftConflict(AnnotationError):
 
 class AssignmentClosed(AnnotationError):
     code = "assignment_closed"
+
+
+class AnnotatorPaused(AnnotationError):
+    code = "annotator_paused"
+
+
+class QualificationRefused(AnnotationError):
+    """The study's qualification set stands between this annotator and real units
+    (failed, or not ready): the message says which and what to do."""
+
+    code = "qualification_failed"
 
 
 class LabelsSeen(AnnotationError):
@@ -175,12 +197,13 @@ def _slots_release_seen(*, user: AbstractBaseUser) -> None:
         Assignment.objects.select_for_update()
         .filter(annotator=user, submitted_at__isnull=True)
         .filter(Exists(LabelSight.objects.filter(user=user, unit=OuterRef("unit_id"))))
-        .values_list("pk", "unit_id")
+        .values_list("pk", "unit_id", "gold")
     )
-    for pk, unit_id in stale:
+    for pk, unit_id, gold in stale:
         Draft.objects.filter(assignment_id=pk).delete()
         Assignment.objects.filter(pk=pk).delete()
-        Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") - 1)
+        if not gold:  # a gold assignment never took a slot
+            Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") - 1)
 
 
 def labels_seen_by(*, user_id: int, unit_id: int) -> bool:
@@ -210,6 +233,11 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     never handed to them, whatever their roles now and whatever the overlap is raised to:
     each walk carries a NOT EXISTS anti-join on the (user, unit) index.
     """
+    if annotator_paused(study=study, annotator=annotator):
+        raise AnnotatorPaused(
+            f"Your annotation in study {study.slug} is paused by its researcher: no new "
+            "item is handed out until they resume you. Your drafts are kept."
+        )
     unfinished = (
         Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
         .exclude(Exists(LabelSight.objects.filter(user=annotator, unit=OuterRef("unit_id"))))
@@ -218,6 +246,9 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     )
     if unfinished is not None:
         return unfinished
+    gold, has_gold = _gold_turn(study=study, annotator=annotator)
+    if gold is not None:
+        return gold
     with transaction.atomic():
         unit = None
         for taken in range(study.overlap):
@@ -230,6 +261,8 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
                 # A unit nobody holds (assigned_count counts its assignments) is nobody's:
                 # only the others need the anti-join, which reads this annotator's slots.
                 candidates = candidates.exclude(assignments__annotator=annotator)
+            elif has_gold:  # a gold unit handed out for scoring takes no slot
+                candidates = candidates.exclude(gold_held(study=study, annotator=annotator))
             candidate = candidates.order_by("id").first()
             if candidate is not None and (unit is None or candidate.pk < unit.pk):
                 unit = candidate
@@ -237,7 +270,68 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
             return None
         assignment = Assignment.objects.create(study=study, unit=unit, annotator=annotator)
         Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+        _draft_restore(assignment)
     return assignment
+
+
+def _gold_turn(*, study: Study, annotator: AbstractBaseUser) -> tuple[Assignment | None, bool]:
+    """A gold assignment when the study's quality plan asks for one now (a qualification
+    unit while the qualification set is unfinished, else a gold unit at the study's gold
+    rate), with whether the study has gold units at all (then the regular walk must skip
+    the units this annotator holds as gold). Refuses real units to an annotator who
+    failed the qualification set."""
+    if not study_has_gold(study=study):
+        return None, False
+    plan = plan_of(study=study)
+    if not plan.gold_rate and not plan.qualification_size:
+        # Gold handed out under an earlier plan still takes no slot: the walk must skip it.
+        return None, True
+    served = served_of(study=study, annotator=annotator)
+    qualification = qualification_of(study=study, annotator=annotator, plan=plan, served=served)
+    unit = None
+    if qualification.pending:
+        unit = gold_unit_next(study=study, annotator=annotator, qualification=True)
+        if unit is None or qualification.assigned >= qualification.required:
+            raise QualificationRefused(
+                f"Study {study.slug} asks every annotator to pass a qualification set of "
+                f"{qualification.required} items before real units, and it is not ready "
+                "for you yet. Please ask the study's researcher.",
+                code="qualification_unavailable",
+            )
+    elif qualification.failed:
+        raise QualificationRefused(
+            f"You did not pass the qualification set of study {study.slug}: "
+            f"{qualification.right} of {qualification.required} items matched the key, "
+            f"and {qualification.threshold:.0%} was needed. Real units are not handed to "
+            "you; please ask the study's researcher."
+        )
+    elif gold_due(
+        served=served.total - served.qualification,
+        gold_served=served.gold - served.qualification,
+        rate=plan.gold_rate,
+    ):
+        unit = gold_unit_next(study=study, annotator=annotator, qualification=False)
+    if unit is None:
+        return None, True
+    try:
+        with transaction.atomic():
+            assignment = Assignment.objects.create(
+                study=study, unit=unit, annotator=annotator, gold=True
+            )
+            _draft_restore(assignment)
+    except IntegrityError:  # the same person asked twice at once: one gold slot
+        assignment = Assignment.objects.get(unit=unit, annotator=annotator)
+    return assignment, True
+
+
+def _draft_restore(assignment: Assignment) -> None:
+    """The draft kept when this annotator was paused while holding this unit."""
+    kept = KeptDraft.objects.filter(
+        unit_id=assignment.unit_id, annotator_id=assignment.annotator_id
+    )
+    for draft in kept:
+        Draft.objects.create(assignment=assignment, payload=draft.payload, version=draft.version)
+    kept.delete()
 
 
 # --- drafts ---------------------------------------------------------------------------
@@ -425,6 +519,7 @@ def label_submit(
                     study=study,
                     data=annotation,
                     pseudonym=pseudonym_of_user_id(study=study, user_id=assignment.annotator_id),
+                    # A gold label's record says "independent" too: made blind like any.
                     kind=LabelKind.INDEPENDENT.value,
                 ),
                 parents=[head_digest] if head_digest else [],
@@ -450,7 +545,7 @@ def label_submit(
                     unit_id=assignment.unit_id,
                     annotator_id=assignment.annotator_id,
                     assignment=assignment,
-                    kind=LabelKind.INDEPENDENT,
+                    kind=label_kind_of(assignment),
                     revision=(head.revision + 1) if head else 1,
                     annotation=record["annotation"],
                     parents=record["parents"],
@@ -470,6 +565,10 @@ def label_submit(
             ) from None
         if head is None:
             Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
+        if assignment.gold:  # scored against the key only: no unit state, no outcome
+            Draft.objects.filter(assignment=assignment).delete()
+            return Submission(label=label, replayed=False)
+        if head is None:
             Unit.objects.filter(pk=assignment.unit_id).update(
                 submitted_count=F("submitted_count") + 1,
                 state=Case(

@@ -105,7 +105,11 @@ def session_required(template: str) -> Callable:
 def annotate_start(request: HttpRequest, slug: str) -> HttpResponse:
     study = study_get_for_annotator(user=request.user, slug=slug)
     if request.method == "POST":
-        assignment = assignment_next(study=study, annotator=request.user)
+        try:
+            assignment = assignment_next(study=study, annotator=request.user)
+        except AnnotationError as exc:  # paused, or the qualification set stands in the way
+            messages.error(request, exc.message)
+            return redirect("annotate-start", slug=study.slug)
         if assignment is not None:
             return redirect("assignment-form", pk=assignment.pk)
         messages.info(request, "Nothing is left for you to annotate in this study. Thank you!")

@@ -32,6 +32,8 @@ class Membership(models.Model):
         help_text="How records and releases name this person: never the username.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by a researcher on an annotator membership: no unit is handed out until resumed.
+    paused_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "role", "user"]

@@ -48,7 +48,7 @@ STAGE = "stage.json"
 RELIABILITY = "reliability.json"
 RECORDS = "records.jsonl"
 TABLE_FORMATS = ("jsonl", "csv", "parquet")
-TABLE_NAMES = ("labels_independent", "labels_final", "outcomes")
+TABLE_NAMES = ("labels_independent", "labels_final", "labels_gold", "outcomes")
 #: Every name a bundle may hold. Nothing else is ever written into a bundle folder.
 BUNDLE_FILES = (
     README,
@@ -202,14 +202,19 @@ OUTCOMES = Table(
 )
 
 
+#: The gold table's own columns: the unit's key and whether this label matches it.
+_GOLD = (("gold_key", "json"), ("gold_right", "bool"))
+
+
 def label_table(name: str, unit: str, codebook: Codebook | None = None) -> Table:
     """The label table of a codebook: for a codebook of fields (format 2) one column per
     field and per derived value (:func:`field_columns`); for the first codebooks, by unit
-    (``tuple`` or ``answer``)."""
+    (``tuple`` or ``answer``). The gold table adds each label's key and score."""
+    gold = _GOLD if name == "labels_gold" else ()
     if codebook is not None and codebook.format_version == ENGINE_FORMAT:
-        return Table(name, _LABEL_COMMON + field_columns(codebook))
+        return Table(name, _LABEL_COMMON + field_columns(codebook) + gold)
     specific = _SOURCE_RISK if unit == "tuple" else _ANSWER_CLAIMS
-    return Table(name, _LABEL_COMMON + specific)
+    return Table(name, _LABEL_COMMON + specific + gold)
 
 
 # --- codebooks of fields (format 2) ---------------------------------------------------------

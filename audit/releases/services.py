@@ -36,6 +36,8 @@ from django.utils import timezone
 
 from annotator.labelling.models import Label, LabelKind, SightVia
 from annotator.labelling.services import labels_seen_record
+from annotator.quality.models import GoldItem
+from annotator.quality.scoring import matches, values_of
 from audit.archive import mapping
 from audit.archive.models import CodebookUnit, Partition, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, UnitContent, record_body, unit_contents_of
@@ -364,6 +366,7 @@ def bundle_write(
             directory, rf.label_table("labels_independent", unit_kind, engine)
         ),
         "labels_final": rf.TableFiles(directory, rf.label_table("labels_final", unit_kind, engine)),
+        "labels_gold": rf.TableFiles(directory, rf.label_table("labels_gold", unit_kind, engine)),
         "outcomes": rf.TableFiles(directory, rf.OUTCOMES),
     }
     records = rf.bundle_file(directory, rf.RECORDS).open("xb")
@@ -446,6 +449,8 @@ def bundle_write(
     described = {
         "labels_independent": "independent labels, every revision, with lineage",
         "labels_final": "consensus and adjudicated labels (`current`: the unit's final label)",
+        "labels_gold": "labels made on gold units, scored against their key (never in "
+        "reliability, outcomes or the other label tables, nor in records.jsonl)",
         "outcomes": "claim-ledger outcome of each record: endpoint, priority, action",
     }
     for table_name, table in tables.items():
@@ -460,6 +465,7 @@ def bundle_write(
         ("independent labels, current revisions", tally.current_independent),
         ("consensus labels", tally.kinds[LabelKind.CONSENSUS]),
         ("adjudicated labels", tally.kinds[LabelKind.ADJUDICATED]),
+        ("gold labels (their own table)", tally.kinds[LabelKind.GOLD]),
         ("units with a final label", tally.final_units),
         ("records with a claim-ledger outcome", tally.outcomes),
         ("records without an outcome yet", tally.without_outcome),
@@ -521,8 +527,11 @@ def _write_chunk(
     labels = Label.objects.filter(
         unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff
     ).values(*_LABEL_FIELDS)
+    gold: dict[int, list[dict[str, Any]]] = {}
     for label in labels:
-        by_unit.setdefault(label["unit_id"], []).append(label)
+        into = gold if label["kind"] == LabelKind.GOLD else by_unit
+        into.setdefault(label["unit_id"], []).append(label)
+    keys = dict(GoldItem.objects.filter(unit_id__in=list(gold)).values_list("unit_id", "key"))
     digests = [label["record_digest"] for rows in by_unit.values() for label in rows]
     outcomes = {
         entry["record_digest"]: entry
@@ -565,6 +574,36 @@ def _write_chunk(
                 tables["outcomes"].write(outcome)
                 tally.outcomes += 1
         tally.final_units += has_final
+        _write_gold(
+            gold.get(unit["id"], []), keys.get(unit["id"]), unit, unit_kind, engine, tables, tally
+        )
+
+
+def _write_gold(
+    labels: list[dict[str, Any]],
+    key: dict[str, str] | None,
+    unit: dict[str, Any],
+    unit_kind: str,
+    engine: Codebook | None,
+    tables: dict[str, rf.TableFiles],
+    tally: _Tally,
+) -> None:
+    """A unit's gold labels into their own table only: each with the unit's key and
+    whether it matches (``current``: no later revision of that annotator replaced it)."""
+    replaced = {parent for label in labels for parent in label["parents"]}
+    ordered = sorted(
+        labels,
+        key=lambda label: (str(label["annotation"].get("annotator")), label["revision"]),
+    )
+    for label in ordered:
+        annotation = label["annotation"]
+        current = label["record_digest"] not in replaced
+        row = _label_row(label, annotation, unit, current, unit_kind, engine)
+        row["gold_key"] = key
+        row["gold_right"] = None if key is None else matches(key, values_of(annotation, unit_kind))
+        tables["labels_gold"].write(row)
+        tally.kinds[LabelKind.GOLD] += 1
+        tally.saw(label["created_at"])
 
 
 def _record_line(
