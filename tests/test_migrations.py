@@ -47,6 +47,9 @@ TABLES = {
     "annotator.Draft": "annotator_draft",
     "annotator.Label": "annotator_label",
     "annotator.LabelSight": "annotator_labelsight",
+    "annotator.QueueSeed": "annotator_queueseed",
+    "annotator.QueueOrder": "annotator_queueorder",
+    "annotator.QueuePosition": "annotator_queueposition",
     "annotator.Membership": "annotator_membership",
     "metrics.StudyReport": "metrics_studyreport",
 }
