@@ -15,13 +15,18 @@ from django.db.models import Max
 from annotator.errors import AnnotationError
 from annotator.labelling.models import Label, LabelKind, SightVia
 from annotator.labelling.selectors import label_record
-from annotator.labelling.services import LabelRefused, labels_seen_record, text_refusal
+from annotator.labelling.services import (
+    LabelRefused,
+    labels_seen_record,
+    text_refusal,
+)
 from annotator.memberships.models import Role
 from annotator.memberships.services import pseudonym_of
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build, unit_content
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.contract.claim_alignment import claims_agree, claims_consensus
 from audit.contract.endpoint import VERDICTS
 from audit.ledger.chain import ledger_append
 from audit.ledger.models import LedgerEntry
@@ -30,6 +35,19 @@ from audit.queueing import LABEL_ADJUDICATED, queue_job
 #: The fields whose equality makes independent labels agree, per codebook unit. Spans,
 #: evidence values and reasons may differ between agreeing annotators.
 SOURCE_RISK_JUDGMENTS = ("predicates", "passage_support", "source_role")
+
+
+def labels_agree(annotations: Sequence[dict[str, Any]], unit_kind: str) -> bool:
+    """Whether independent labels agree (consensus) or dispute the unit. For a tuple:
+    equal predicates, passage support and source role. For an answer: equal answer-level
+    verdicts, and claims that align one to one by answer span with equal verdicts and kind
+    (audit.contract.claim_alignment): an unmatched claim or a differing claim verdict
+    disputes the unit."""
+    if len({judgments_of(a, unit_kind) for a in annotations}) > 1:
+        return False
+    if unit_kind == CodebookUnit.TUPLE:
+        return True
+    return claims_agree([a.get("claims") or [] for a in annotations])
 
 
 def judgments_of(annotation: dict[str, Any], unit_kind: str) -> tuple:
@@ -85,8 +103,9 @@ def _merge_spans(annotations: Sequence[dict[str, Any]]) -> dict[str, list[dict[s
 
 def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, Any]:
     """The consensus of agreeing labels: their shared judgments, every annotator's evidence
-    spans (deduplicated), the mean of each evidence value; for claims, every annotator's
-    claims (ids prefixed by the annotator's position) and the shared verdicts."""
+    spans (deduplicated), the mean of each evidence value; for claims, one claim per
+    aligned row chosen by content (audit.contract.claim_alignment.claims_consensus, never
+    by submission order) and the shared verdicts, reasons joined in pseudonym order."""
     annotations = [label.annotation for label in heads]
     first = annotations[0]
     common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
@@ -107,11 +126,9 @@ def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, A
             "evidence": evidence,
             "rationale": None,
         }
-    claims = [
-        {**claim, "id": f"a{position}-{claim['id']}"}
-        for position, annotation in enumerate(annotations, start=1)
-        for claim in annotation.get("claims") or []
-    ]
+    annotations = sorted(annotations, key=lambda a: str(a.get("annotator")))
+    first = annotations[0]
+    claims = claims_consensus([a.get("claims") or [] for a in annotations])
     verdicts = {
         key: {
             "value": first["verdicts"][key]["value"],
@@ -135,7 +152,7 @@ def unit_state_recompute(*, unit: Unit) -> tuple[str, Label | None]:
         state = UnitState.OPEN
     elif len(heads) < study.overlap:
         state = UnitState.PARTIALLY_LABELLED
-    elif len({judgments_of(h.annotation, study.codebook.unit) for h in heads}) == 1:
+    elif labels_agree([h.annotation for h in heads], study.codebook.unit):
         state = UnitState.AGREED
         consensus = _consensus_create(study=study, unit=unit, heads=heads)
     else:
