@@ -18,6 +18,7 @@ from annotator.labelling.selectors import label_record
 from annotator.labelling.services import (
     LabelRefused,
     labels_seen_record,
+    reasons_refusal,
     text_refusal,
 )
 from annotator.memberships.models import Role
@@ -254,6 +255,7 @@ def adjudication_submit(
         result = check_record(record, codebook_registry())
         if not result.ok:
             raise LabelRefused(result.message or "refused", code=result.reason)
+        reasons_refusal(study=study, annotation=record["annotation"])
         label = Label.objects.create(
             study=study,
             unit=unit,

@@ -30,6 +30,7 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.contract.codebook import codebook_from_dict, reasons_missing
 from audit.contract.errors import ContractError
 from audit.contract.texts import text_problem
 from audit.queueing import LABEL_SUBMITTED, queue_job
@@ -89,6 +90,15 @@ def text_refusal(value: Any, where: str, error: type[AnnotationError] = Annotati
     problem = text_problem(value, where)
     if problem is not None:
         raise error(problem.message, code=problem.code)
+
+
+def reasons_refusal(*, study: Study, annotation: dict[str, Any]) -> None:
+    """Refuse (``reason_missing``) a blank reason where the study's codebook requires one
+    (audit.contract.codebook.reasons_missing): a rule of submitting, for annotators and
+    adjudicators alike; records already stored or imported stay as they are."""
+    problem = reasons_missing(annotation, codebook_from_dict(study.codebook.definition))
+    if problem is not None:
+        raise LabelRefused(problem, code="reason_missing")
 
 
 # --- who has seen which labels ----------------------------------------------------------
@@ -452,6 +462,7 @@ def label_submit(
         result = check_record(record, codebook_registry())
         if not result.ok:
             raise LabelRefused(result.message or "refused", code=result.reason)
+        reasons_refusal(study=study, annotation=record["annotation"])
         assisted = record["annotation"].get("assisted")
         try:
             with transaction.atomic():
