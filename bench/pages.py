@@ -6,7 +6,7 @@
 Builds a ``source-risk`` study of ``--tuples`` tuples (imported through the import
 service) in its own database (``claimgate_bench_pages_<tuples>``, never DATABASE_URL's), with the
 people of a research group: six annotators, two adjudicators, a researcher and an admin.
-The first ``--labelled`` units (the queue hands units out in id order) carry two
+The first ``--labelled`` units (by id, written in bulk, not through the queue) carry two
 independent labels each, about 10% disputed and three quarters of those adjudicated, the
 others agreed with their consensus record; every label has its assignment and its ledger
 entry, all written in bulk but exactly as the services write them (records built and
