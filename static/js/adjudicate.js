@@ -938,6 +938,7 @@
           reason: "",
         });
         claimSource = null;
+        claimSelection.textContent = "No text selected.";
         window.getSelection().removeAllRanges();
         renderFinalClaims();
         update();
@@ -988,6 +989,7 @@
             claim.quote_span = { snapshot: "source", start: found.span.start, end: found.span.end, quote: found.span.quote };
           }
           claimSource = null;
+          claimSelection.textContent = "No text selected.";
           window.getSelection().removeAllRanges();
         }
         renderFinalClaims();
