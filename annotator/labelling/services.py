@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, F, Max, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
@@ -193,25 +193,28 @@ def _queue_order(*, study: Study, annotator: AbstractBaseUser) -> QueueOrder:
 
 
 def queue_positions_add(*, order: QueueOrder) -> int:
-    """Give every unit of the study that is not yet in ``order`` its key: one INSERT …
+    """Give the study's units that ``order`` does not hold yet their keys: one INSERT …
     SELECT computed by the database (annotator.labelling.order), whatever the number of
-    units. Returns how many were added (units imported after the order was drawn)."""
+    units. A new order takes every unit; later, the units imported since (ids above the
+    order's largest, found on its unique (order, unit) index: ids only grow). Returns how
+    many were added."""
     parameters = order_parameters(seed=order.seed, annotator_id=order.annotator_id)
     units = connection.ops.quote_name(Unit._meta.db_table)
     positions = connection.ops.quote_name(QueuePosition._meta.db_table)
     # The modulo operator doubled: the driver reads a single % as a placeholder.
     key = order_key_sql(parameters, "u.id").replace("%", "%%")
+    after = QueuePosition.objects.filter(order=order).aggregate(last=Max("unit_id"))["last"] or 0
     # Only the table names and integers computed by order_key_sql are interpolated; the
-    # ids are query parameters. The WHERE keeps SQLite's parser from reading ON as a join.
+    # ids are query parameters. No anti-join on the table being written: a plan probing
+    # it per unit would read the pages this very statement appends (quadratic); the
+    # unique index turns a unit already there (a concurrent request) into nothing.
     sql = (
         f"INSERT INTO {positions} (order_id, unit_id, key) "  # noqa: S608
-        f"SELECT %s, u.id, {key} FROM {units} u WHERE u.study_id = %s "
-        f"AND NOT EXISTS (SELECT 1 FROM {positions} q WHERE q.order_id = %s "
-        "AND q.unit_id = u.id) "
+        f"SELECT %s, u.id, {key} FROM {units} u WHERE u.study_id = %s AND u.id > %s "
         "ON CONFLICT (order_id, unit_id) DO NOTHING"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [order.pk, order.study_id, order.pk])
+        cursor.execute(sql, [order.pk, order.study_id, after])
         return max(cursor.rowcount, 0)
 
 
