@@ -133,7 +133,10 @@ def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, A
     verdicts = {
         key: {
             "value": first["verdicts"][key]["value"],
-            "reason": " | ".join(a["verdicts"][key]["reason"] for a in annotations),
+            "reason": " | ".join(
+                reason for a in annotations if (reason := a["verdicts"][key].get("reason"))
+            )
+            or None,
         }
         for key in VERDICTS
     }

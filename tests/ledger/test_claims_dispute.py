@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
 from annotator.adjudication.jobs import label_submitted
+from annotator.adjudication.services import consensus_annotation
 from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import label_submit
@@ -85,3 +87,18 @@ def test_agreeing_claims_give_one_consensus_claim_whoever_submits_first(setup):
         assert claims[0]["id"] == "c1"
         assert (claims[0]["span"]["start"], claims[0]["span"]["end"]) == (0, 20)
         assert claims[0]["reason"] == "wide | narrow"
+
+
+def test_a_consensus_of_imported_labels_without_reasons_keeps_the_reasons_there_are(setup):
+    study, _, units = setup
+    content = unit_content(unit=units[0])
+    first = answer_claims(content)
+    second = copy.deepcopy(first)
+    first["annotator"], second["annotator"] = "a-one", "a-two"
+    second["verdicts"]["cited"]["reason"] = None  # a record imported from elsewhere
+    first["verdicts"]["timely"]["reason"] = None
+    second["verdicts"]["timely"]["reason"] = None
+    heads = [SimpleNamespace(annotation=first), SimpleNamespace(annotation=second)]
+    verdicts = consensus_annotation(study=study, heads=heads)["verdicts"]
+    assert verdicts["cited"]["reason"] == "cited: checked against the sources"
+    assert verdicts["timely"]["reason"] is None
