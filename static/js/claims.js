@@ -52,6 +52,8 @@
     const verdictKeys = codebook.verdicts.map(function (item) {
       return item.key;
     });
+    // Reasons are required unless the codebook says "optional" (audit.contract.codebook).
+    const reasonsRequired = codebook.reasons !== "optional";
     const kinds = codebook.claim_kinds.map(function (item) {
       return item.key;
     });
@@ -253,6 +255,9 @@
         if (claim.quote_span && !claim.source_digest) {
           found.push(name + ": choose the source the quote is taken from.");
         }
+        if (reasonsRequired && claim.kind === "verifiable" && !claim.reason) {
+          found.push(name + ": give a reason (the codebook requires one for every verdict).");
+        }
       });
       const labels = {};
       codebook.verdicts.forEach(function (item) {
@@ -261,6 +266,9 @@
       verdictKeys.forEach(function (key) {
         if (state.verdicts[key].value === undefined) {
           found.push(labels[key] + ": choose true, false or unknown.");
+        }
+        if (reasonsRequired && !state.verdicts[key].reason) {
+          found.push(labels[key] + ": give a reason (the codebook requires one for every verdict).");
         }
       });
       const summary = ClaimgateSpans.summarizeSupported(toAnnotation(state).claims);
