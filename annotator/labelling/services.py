@@ -230,14 +230,14 @@ def _blind_and_not_mine(annotator: AbstractBaseUser, unit_ref: str) -> tuple[Exi
 def _started_unit(*, study: Study, annotator: AbstractBaseUser, order: QueueOrder) -> Unit | None:
     """A unit that others hold and that still has a free slot, first in this annotator's
     order: read from the ``unit_queue`` index over the counts 1 … k-1 (the units being
-    labelled now, few), each probing its key in the annotator's order. Locked FOR UPDATE
-    SKIP LOCKED on PostgreSQL."""
+    labelled now, few), each probing its key in the annotator's order. Locked FOR NO KEY
+    UPDATE SKIP LOCKED on PostgreSQL."""
     if study.overlap < 2:
         return None
     seen, mine = _blind_and_not_mine(annotator, "pk")
     key = QueuePosition.objects.filter(order=order, unit=OuterRef("pk")).values("key")[:1]
     return (
-        Unit.objects.select_for_update(skip_locked=True, of=("self",))
+        Unit.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
         .filter(study=study, assigned_count__gte=1, assigned_count__lt=study.overlap)
         .exclude(seen)
         .exclude(mine)
@@ -252,7 +252,7 @@ def _fresh_position(
 ) -> QueuePosition | None:
     """The first position of ``order`` (after the key ``after``, if given) whose unit
     nobody holds yet and whose labels this annotator was never shown: a walk of the
-    (order, key) index. Its unit row is locked FOR UPDATE SKIP LOCKED (PostgreSQL)."""
+    (order, key) index. Its unit row is locked FOR NO KEY UPDATE SKIP LOCKED (PostgreSQL)."""
     # A unit nobody holds is not this annotator's either: only the blinding anti-join.
     seen = _blind_and_not_mine(annotator, "unit_id")[0]
     positions = QueuePosition.objects.filter(order=order, unit__assigned_count=0).exclude(seen)
@@ -260,7 +260,7 @@ def _fresh_position(
         positions = positions.filter(key__gt=after)
     return (
         positions.select_related("unit")
-        .select_for_update(skip_locked=True, of=("unit",))
+        .select_for_update(skip_locked=True, no_key=True, of=("unit",))
         .order_by("key", "unit_id")
         .first()
     )
@@ -287,9 +287,12 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     is found there), and when nothing is left at all, units imported after the order was
     drawn are added to it and walked.
 
-    On PostgreSQL each candidate unit is locked with FOR UPDATE SKIP LOCKED, so that two
-    annotators asking at the same moment never take the last slot of one unit together;
-    the loser simply gets the next unit. (SQLite serializes writers anyway.)
+    On PostgreSQL each candidate unit is locked with FOR NO KEY UPDATE SKIP LOCKED, so
+    that two annotators asking at the same moment never take the last slot of one unit
+    together; the loser simply gets the next unit. (SQLite serializes writers anyway.) Not
+    FOR UPDATE: the key-share locks that every row referencing a unit takes (another
+    annotator's order being drawn, an assignment being created) would make SKIP LOCKED
+    skip every unit of the study while they last.
 
     Blinding: a unit whose labels this person has been shown (:class:`LabelSight`, on an
     adjudication page, a record page, the outcomes review list or a release download) is
