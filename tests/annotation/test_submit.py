@@ -153,7 +153,8 @@ def test_unresolved_predicates_need_no_span_and_are_accepted(assignment):
 
 def test_an_answer_unit_takes_claims_and_verdicts(claims_study):
     people = add_people(claims_study)
-    assignment = assignment_next(study=claims_study, annotator=people["ann_a"])
+    unit = next(u for u in claims_study.units.order_by("id") if unit_content(unit=u).sources)
+    assignment = assign(unit, people["ann_a"])
     content = unit_content(unit=assignment.unit)
 
     label = label_submit(
