@@ -6,7 +6,7 @@
 Builds a ``source-risk`` study of ``--tuples`` tuples (imported through the import
 service) in its own database (``claimgate_bench_pages_<tuples>``, never DATABASE_URL's), with the
 people of a research group: six annotators, two adjudicators, a researcher and an admin.
-The first ``--labelled`` units (the queue hands units out in id order) carry two
+The first ``--labelled`` units (by id, written in bulk, not through the queue) carry two
 independent labels each, about 10% disputed and three quarters of those adjudicated, the
 others agreed with their consensus record; every label has its assignment and its ledger
 entry, all written in bulk but exactly as the services write them (records built and
@@ -291,7 +291,7 @@ def _label_units(study: Any, people: People, labelled: int, rng: random.Random) 
     from django.db import connection
     from django.utils import timezone
 
-    from annotator.adjudication.services import consensus_annotation, judgments_of
+    from annotator.adjudication.services import consensus_annotation, labels_agree
     from annotator.labelling.models import Assignment, LabelKind
     from annotator.memberships.services import pseudonym_of
     from audit.archive.models import Unit, UnitState
@@ -393,7 +393,7 @@ def _label_units(study: Any, people: People, labelled: int, rng: random.Random) 
             priorities = [ledger.priorities[d] for d in parent_digests]
             known = [p for p in priorities if p is not None]
             priority = statistics.fmean(known) if known else None
-            if len({judgments_of(h.annotation, study.codebook.unit) for h in heads}) == 1:
+            if labels_agree([h.annotation for h in heads], study.codebook.unit):
                 state = UnitState.AGREED
                 annotation = consensus_annotation(study=study, heads=heads)
                 record = record_build(

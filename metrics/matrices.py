@@ -12,12 +12,9 @@ unresolved judgment (JSON null) is :data:`U`. Each matrix exists in two treatmen
 * ``u_missing`` (sensitivity): U counts as missing, like a unit the coder never labelled.
 
 **Claim alignment.** Annotators split answers into claims differently, so claims are
-paired before their verdicts are compared. For every pair of annotators who labelled the
-same answer, each claim of one is a candidate partner of each claim of the other whose
-answer span overlaps it by at least half of the *shorter* span, in code points
-(``overlap >= 0.5 * min(len_a, len_b)`` and ``overlap > 0``). Candidates are taken
-greedily, largest overlap first (ties: earlier start in the first annotator's claims, then
-in the second's); a claim takes at most one partner per other annotator. Each matched pair
+paired before their verdicts are compared, by the rule the adjudication state uses too
+(audit.contract.claim_alignment: answer spans overlapping by at least half of the shorter
+one, greedily, largest overlap first, one partner per other annotator). Each matched pair
 is one unit of the claim-level matrices (two coders present, the others missing). A claim
 that found no partner with any other annotator counts as unmatched for its annotator.
 """
@@ -33,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from audit.contract.canonical import encode_string
+from audit.contract.claim_alignment import claims_match
 
 U = "U"
 #: Answer-claims: the claim verdicts compared on matched claims.
 CLAIM_ITEMS = (("supported", "Claim supported"), ("accurate", "Claim accurate"))
-MIN_OVERLAP = 0.5
 
 
 def category(value: Any) -> str | None:
@@ -295,32 +292,6 @@ def matrices(
         codes[row.ravel(), column.ravel()] = heads.codes[item, rows]
         grids.append(Matrix(coders, units, clusters, codes, names))
     return coders, units, grids
-
-
-def overlap(a: ClaimSpan, b: ClaimSpan) -> int:
-    return max(0, min(a.end, b.end) - max(a.start, b.start))
-
-
-def claims_match(a: Sequence[ClaimSpan], b: Sequence[ClaimSpan]) -> list[tuple[int, int]]:
-    """Greedy matching of two annotators' claims on one answer (module docstring)."""
-    candidates = []
-    for i, first in enumerate(a):
-        for j, second in enumerate(b):
-            shared = overlap(first, second)
-            shorter = min(first.end - first.start, second.end - second.start)
-            if shared > 0 and shared >= MIN_OVERLAP * shorter:
-                candidates.append((-shared, first.start, second.start, i, j))
-    candidates.sort()
-    taken_a: set[int] = set()
-    taken_b: set[int] = set()
-    pairs = []
-    for _, _, _, i, j in candidates:
-        if i in taken_a or j in taken_b:
-            continue
-        taken_a.add(i)
-        taken_b.add(j)
-        pairs.append((i, j))
-    return sorted(pairs)
 
 
 @dataclass

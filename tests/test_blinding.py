@@ -45,7 +45,7 @@ from annotator.memberships.models import Membership, Role
 from annotator.memberships.services import pseudonym_of, study_overlap_set
 from audit.archive.models import Study, Unit, UnitState
 from tests.annotation.annotations import source_risk
-from tests.annotation.conftest import add_people, make_study
+from tests.annotation.conftest import add_people, assign, make_study
 
 pytestmark = pytest.mark.django_db
 
@@ -279,8 +279,7 @@ def world(db) -> World:
     second = assignment_next(study=study, annotator=a)
     draft = draft_save(assignment=second, payload={"note": A_DRAFT_TEXT}, base_version=None)
 
-    b_first = assignment_next(study=study, annotator=b)
-    assert b_first.unit_id == first.unit_id  # B labels the very unit A labelled
+    b_first = assign(first.unit, b)  # B labels the very unit A labelled
     b_label = label_submit(
         assignment=b_first,
         annotation=source_risk(unit_content(unit=b_first.unit), rationale="B's own"),

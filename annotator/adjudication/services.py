@@ -21,6 +21,7 @@ from annotator.labelling.services import (
     LabelRefused,
     annotation_problems,
     labels_seen_record,
+    reasons_refusal,
     text_refusal,
 )
 from annotator.memberships.models import Role
@@ -29,6 +30,7 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, record_build, unit_content, unit_contents_of
 from audit.archive.selectors import codebook_registry, codebook_registry_of
 from audit.contract import check_record
+from audit.contract.claim_alignment import claims_agree, claims_consensus
 from audit.contract.endpoint import VERDICTS
 from audit.ledger.chain import Outcome, ledger_append, ledger_append_many
 from audit.ledger.models import LedgerEntry
@@ -39,11 +41,33 @@ from audit.queueing import LABEL_ADJUDICATED, queue_job
 SOURCE_RISK_JUDGMENTS = ("predicates", "passage_support", "source_role")
 
 
+def labels_agree(
+    annotations: Sequence[dict[str, Any]],
+    unit_kind: str,
+    definition: dict[str, Any] | None = None,
+) -> bool:
+    """Whether independent labels agree (consensus) or dispute the unit. A codebook of
+    fields (format 2): equal values field by field. For a tuple: equal predicates, passage
+    support and source role. For an answer: equal answer-level verdicts, and claims that
+    align one to one by answer span with equal verdicts and kind
+    (audit.contract.claim_alignment): an unmatched claim or a differing claim verdict
+    disputes the unit."""
+    if len({judgments_of(a, unit_kind, definition) for a in annotations}) > 1:
+        return False
+    if unit_kind == CodebookUnit.TUPLE or _has_fields(definition):
+        return True
+    return claims_agree([a.get("claims") or [] for a in annotations])
+
+
+def _has_fields(definition: dict[str, Any] | None) -> bool:
+    return definition is not None and definition.get("format_version") == FIELDS_FORMAT
+
+
 def judgments_of(
     annotation: dict[str, Any], unit_kind: str, definition: dict[str, Any] | None = None
 ) -> tuple:
     """What agreeing annotations share. A codebook of format 2 says it by its fields."""
-    if definition is not None and definition.get("format_version") == FIELDS_FORMAT:
+    if _has_fields(definition):
         return picks_module.judgments_key(definition, annotation)
     if unit_kind == CodebookUnit.TUPLE:
         predicates = annotation.get("predicates") or {}
@@ -234,8 +258,9 @@ def _merge_spans(annotations: Sequence[dict[str, Any]]) -> dict[str, list[dict[s
 
 def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, Any]:
     """The consensus of agreeing labels: their shared judgments, every annotator's evidence
-    spans (deduplicated), the mean of each evidence value; for claims, every annotator's
-    claims (ids prefixed by the annotator's position) and the shared verdicts."""
+    spans (deduplicated), the mean of each evidence value; for claims, one claim per
+    aligned row chosen by content (audit.contract.claim_alignment.claims_consensus, never
+    by submission order) and the shared verdicts, reasons joined in pseudonym order."""
     annotations = [label.annotation for label in heads]
     first = annotations[0]
     common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
@@ -263,15 +288,16 @@ def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, A
             "evidence": evidence,
             "rationale": None,
         }
-    claims = [
-        {**claim, "id": f"a{position}-{claim['id']}"}
-        for position, annotation in enumerate(annotations, start=1)
-        for claim in annotation.get("claims") or []
-    ]
+    annotations = sorted(annotations, key=lambda a: str(a.get("annotator")))
+    first = annotations[0]
+    claims = claims_consensus([a.get("claims") or [] for a in annotations])
     verdicts = {
         key: {
             "value": first["verdicts"][key]["value"],
-            "reason": " | ".join(a["verdicts"][key]["reason"] for a in annotations),
+            "reason": " | ".join(
+                reason for a in annotations if (reason := a["verdicts"][key].get("reason"))
+            )
+            or None,
         }
         for key in VERDICTS
     }
@@ -291,14 +317,8 @@ def unit_state_recompute(*, unit: Unit) -> tuple[str, Label | None]:
         state = UnitState.OPEN
     elif len(heads) < study.overlap:
         state = UnitState.PARTIALLY_LABELLED
-    elif (
-        len(
-            {
-                judgments_of(h.annotation, study.codebook.unit, study.codebook.definition)
-                for h in heads
-            }
-        )
-        == 1
+    elif labels_agree(
+        [h.annotation for h in heads], study.codebook.unit, study.codebook.definition
     ):
         state = UnitState.AGREED
         consensus = _consensus_create(study=study, unit=unit, heads=heads)
@@ -409,6 +429,7 @@ def adjudication_submit(
                     record=record,
                 ),
             )
+        reasons_refusal(study=study, annotation=record["annotation"])
         label = Label.objects.create(
             study=study,
             unit=unit,

@@ -51,6 +51,7 @@ from annotator.labelling.services import (
 )
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
+from audit.contract.claim_alignment import claims_aligned
 from audit.contract.errors import ContractError
 from audit.contract.texts import loads_checked
 
@@ -308,9 +309,32 @@ def _claim_item(claim: dict[str, Any], sources: dict[str, str]) -> dict[str, Any
     }
 
 
-def _claim_identity(claim: dict[str, Any]) -> str:
-    shown = {key: value for key, value in claim.items() if key not in {"id", "reason"}}
-    return json.dumps(shown, sort_keys=True)
+#: Why an aligned row of claims differs, in words.
+CLAIM_ROW_WHY = {
+    "unmatched": "no matching claim on every side",
+    "verdicts": "verdicts differ",
+}
+
+
+def _claim_rows(annotations: list[dict[str, Any]], sources: dict[str, str]) -> list[dict[str, Any]]:
+    """The annotators' claims aligned by answer span (audit.contract.claim_alignment),
+    one row per aligned group: per column the claims in it, each with the key
+    ``column:index`` by which the page keeps it."""
+    lists = [[c for c in a.get("claims") or [] if isinstance(c, dict)] for a in annotations]
+    return [
+        {
+            "differs": row.differs,
+            "why": CLAIM_ROW_WHY.get(row.why or "", ""),
+            "cells": [
+                [
+                    {**_claim_item(lists[column][index], sources), "key": f"{column}:{index}"}
+                    for index in indexes
+                ]
+                for column, indexes in enumerate(row.members)
+            ],
+        }
+        for row in claims_aligned(lists)
+    ]
 
 
 def _answer_claims_rows(
@@ -337,27 +361,6 @@ def _answer_claims_rows(
         cells = [cell for cell, _ in pairs]
         rows.append(Row(f"verdict-{key}", item["label"], "verdict", cells, differs, final_cell))
 
-    def claims_cell(annotation: dict[str, Any]) -> Cell:
-        claims = [c for c in annotation.get("claims") or [] if isinstance(c, dict)]
-        return Cell(
-            text=f"{len(claims)} claim{'s' if len(claims) != 1 else ''}",
-            items=[_claim_item(claim, sources) for claim in claims],
-        )
-
-    identities = [
-        sorted(_claim_identity(c) for c in a.get("claims") or [] if isinstance(c, dict))
-        for a in annotations
-    ]
-    rows.append(
-        Row(
-            "claims",
-            "Claims",
-            "claims",
-            [claims_cell(a) for a in annotations],
-            _differs(identities),
-            claims_cell(final) if final is not None else None,
-        )
-    )
     rows.append(_note_row(annotations))
     return rows
 
@@ -414,12 +417,14 @@ def _page_context(
     annotations = [column["annotation"] for column in columns]
     final_annotation = annotation_for_page(final.annotation) if final is not None else None
     source_names = {source["digest"]: source["label"] for source in sources}
+    claim_rows: list[dict[str, Any]] = []
     if not columns:
         rows: list[Row] = []
     elif is_tuple:
         rows = _source_risk_rows(codebook, annotations, final_annotation)
     else:
         rows = _answer_claims_rows(codebook, annotations, final_annotation, source_names)
+        claim_rows = _claim_rows(annotations, source_names)
     pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
     editable = unit.state == UnitState.DISPUTED and bool(columns)
     page_data = {
@@ -446,6 +451,12 @@ def _page_context(
         "sources": sources,
         "columns": columns,
         "rows": rows,
+        "claim_rows": claim_rows,
+        "final_claims": [
+            _claim_item(claim, source_names)
+            for claim in (final_annotation or {}).get("claims") or []
+            if isinstance(claim, dict)
+        ],
         "final": final,
         "final_annotation": final_annotation,
         "parents": [

@@ -161,6 +161,7 @@ def codebook_for_page(definition: dict[str, Any]) -> dict[str, Any]:
             }
             for item in definition.get("claim_kinds", [])
         ]
+        page["reasons"] = definition.get("reasons", "required")
     return page
 
 

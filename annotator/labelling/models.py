@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 
@@ -155,3 +157,62 @@ class OutcomeWaiting(models.Model):
 
     def __str__(self) -> str:
         return f"label {self.label_id} waiting for its outcome"
+
+
+def new_queue_seed() -> int:
+    """A fresh seed for a study's queue orders: 62 random bits."""
+    return secrets.randbits(62)
+
+
+class QueueSeed(models.Model):
+    """The seed of every annotator's queue order in a study (annotator.labelling.order):
+    drawn once, the first time anybody asks for a unit, and never changed."""
+
+    study = models.OneToOneField("audit.Study", on_delete=models.CASCADE, related_name="+")
+    seed = models.BigIntegerField(default=new_queue_seed)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"queue seed of study {self.study_id}"
+
+
+class QueueOrder(models.Model):
+    """One annotator's seeded order in one study (annotator.labelling.order): recorded the
+    first time they ask for a unit, with the seed it was drawn from, and the key of the
+    last unit the queue handed them (``cursor``: the walk resumes after it)."""
+
+    study = models.ForeignKey("audit.Study", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    seed = models.BigIntegerField(help_text="The study's queue seed it was drawn from.")
+    cursor = models.BigIntegerField(default=-1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "annotator"], name="queue_order_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"queue order of annotator {self.annotator_id} in study {self.study_id}"
+
+
+class QueuePosition(models.Model):
+    """A unit's key in one annotator's order. Written in bulk by the database (one
+    INSERT … SELECT per study and annotator); the (order, key) index is the queue's walk."""
+
+    order = models.ForeignKey(QueueOrder, on_delete=models.CASCADE, related_name="positions")
+    unit = models.ForeignKey("audit.Unit", on_delete=models.CASCADE, related_name="+")
+    key = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["order", "key", "unit"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "unit"], name="queue_position_once"),
+        ]
+        indexes = [models.Index(fields=["order", "key", "unit"], name="queue_position_walk")]
+
+    def __str__(self) -> str:
+        return f"unit {self.unit_id} at key {self.key} of order {self.order_id}"

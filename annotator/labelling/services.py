@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Value, When
+from django.db.models import Case, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
@@ -20,14 +20,17 @@ from annotator.labelling.models import (
     LabelKind,
     LabelSight,
     OutcomeWaiting,
+    QueueOrder,
+    QueuePosition,
+    QueueSeed,
 )
+from annotator.labelling.order import order_key_sql, order_parameters
 from annotator.labelling.selectors import label_kind_of, unit_content
 from annotator.memberships.services import pseudonym_of_user_id
 from annotator.quality.models import KeptDraft
 from annotator.quality.scoring import gold_due
 from annotator.quality.selectors import (
     annotator_paused,
-    gold_held,
     gold_unit_next,
     plan_of,
     qualification_of,
@@ -38,7 +41,7 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry_of
 from audit.contract import check_record
-from audit.contract.codebook import Codebook
+from audit.contract.codebook import Codebook, reasons_missing
 from audit.contract.errors import ContractError
 from audit.contract.fields import check_annotation
 from audit.contract.record import record_texts
@@ -130,16 +133,22 @@ def text_refusal(value: Any, where: str, error: type[AnnotationError] = Annotati
         raise error(problem.message, code=problem.code)
 
 
+def reasons_refusal(*, study: Study, annotation: dict[str, Any]) -> None:
+    """Refuse (``reason_missing``) a blank reason where the study's codebook requires one
+    (audit.contract.codebook.reasons_missing): a rule of submitting, for annotators and
+    adjudicators alike; records already stored or imported stay as they are."""
+    parsed = codebook_registry_of(codebook=study.codebook)[
+        (study.codebook.name, study.codebook.version)
+    ]
+    problem = reasons_missing(annotation, parsed)
+    if problem is not None:
+        raise LabelRefused(problem, code="reason_missing")
+
+
 # --- who has seen which labels ----------------------------------------------------------
 
 #: Sightings written per INSERT when the units come as a list of ids.
 SIGHT_BATCH = 5_000
-
-
-def _seen_by(user: AbstractBaseUser) -> Exists:
-    """``~_seen_by(user)`` keeps the units whose labels ``user`` was never shown: an
-    anti-join (NOT EXISTS) probing the (user, unit) index once per candidate unit."""
-    return Exists(LabelSight.objects.filter(user=user, unit=OuterRef("pk")))
 
 
 def labels_seen_record(
@@ -213,20 +222,131 @@ def labels_seen_by(*, user_id: int, unit_id: int) -> bool:
 # --- the queue -------------------------------------------------------------------------
 
 
+def _queue_order(*, study: Study, annotator: AbstractBaseUser) -> QueueOrder:
+    """The annotator's recorded order in the study, drawn (with its keys) the first time."""
+    order = QueueOrder.objects.filter(study=study, annotator=annotator).first()
+    if order is not None:
+        return order
+    try:
+        with transaction.atomic():
+            seed, _ = QueueSeed.objects.get_or_create(study=study)
+            order = QueueOrder.objects.create(study=study, annotator=annotator, seed=seed.seed)
+            queue_positions_add(order=order)
+    except IntegrityError:  # drawn at the same moment by another request of theirs
+        order = QueueOrder.objects.get(study=study, annotator=annotator)
+    return order
+
+
+def queue_positions_add(*, order: QueueOrder) -> int:
+    """Give the study's units that ``order`` does not hold yet their keys: one INSERT …
+    SELECT computed by the database (annotator.labelling.order), whatever the number of
+    units. A new order takes every unit; later, the units imported since (ids above the
+    order's largest, found on its unique (order, unit) index: ids only grow). Returns how
+    many were added."""
+    parameters = order_parameters(seed=order.seed, annotator_id=order.annotator_id)
+    units = connection.ops.quote_name(Unit._meta.db_table)
+    positions = connection.ops.quote_name(QueuePosition._meta.db_table)
+    # The modulo operator doubled: the driver reads a single % as a placeholder.
+    key = order_key_sql(parameters, "u.id").replace("%", "%%")
+    after = QueuePosition.objects.filter(order=order).aggregate(last=Max("unit_id"))["last"] or 0
+    # Only the table names and integers computed by order_key_sql are interpolated; the
+    # ids are query parameters. No anti-join on the table being written: a plan probing
+    # it per unit would read the pages this very statement appends (quadratic); the
+    # unique index turns a unit already there (a concurrent request) into nothing.
+    sql = (
+        f"INSERT INTO {positions} (order_id, unit_id, key) "  # noqa: S608
+        f"SELECT %s, u.id, {key} FROM {units} u WHERE u.study_id = %s AND u.id > %s "
+        "ON CONFLICT (order_id, unit_id) DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [order.pk, order.study_id, after])
+        return max(cursor.rowcount, 0)
+
+
+def _blind_and_not_mine(annotator: AbstractBaseUser, unit_ref: str) -> tuple[Exists, Exists]:
+    """The two anti-joins of every candidate: units whose labels ``annotator`` was shown,
+    and units they already hold (each probes a unique (user, unit) index)."""
+    return (
+        Exists(LabelSight.objects.filter(user=annotator, unit=OuterRef(unit_ref))),
+        Exists(Assignment.objects.filter(annotator=annotator, unit=OuterRef(unit_ref))),
+    )
+
+
+def _started_unit(*, study: Study, annotator: AbstractBaseUser, order: QueueOrder) -> Unit | None:
+    """A unit that others hold and that still has a free slot, first in this annotator's
+    order: read from the ``unit_queue`` index over the counts 1 … k-1 (the units being
+    labelled now, few), each probing its key in the annotator's order. Locked FOR NO KEY
+    UPDATE SKIP LOCKED on PostgreSQL."""
+    if study.overlap < 2:
+        return None
+    seen, mine = _blind_and_not_mine(annotator, "pk")
+    key = QueuePosition.objects.filter(order=order, unit=OuterRef("pk")).values("key")[:1]
+    return (
+        Unit.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
+        .filter(study=study, assigned_count__gte=1, assigned_count__lt=study.overlap)
+        .exclude(seen)
+        .exclude(mine)
+        .annotate(order_key=Subquery(key))
+        .order_by(F("order_key").asc(nulls_last=True), "pk")
+        .first()
+    )
+
+
+def _fresh_position(
+    *,
+    study: Study,
+    annotator: AbstractBaseUser,
+    order: QueueOrder,
+    after: int | None,
+    has_gold: bool = False,
+) -> QueuePosition | None:
+    """The first position of ``order`` (after the key ``after``, if given) whose unit
+    nobody holds yet and whose labels this annotator was never shown: a walk of the
+    (order, key) index. Its unit row is locked FOR NO KEY UPDATE SKIP LOCKED (PostgreSQL)."""
+    # A unit nobody holds is not this annotator's either: only the blinding anti-join;
+    # but a gold unit handed out for scoring takes no slot, so where the study has gold
+    # the units this annotator holds are left out too.
+    seen, mine = _blind_and_not_mine(annotator, "unit_id")
+    positions = QueuePosition.objects.filter(order=order, unit__assigned_count=0).exclude(seen)
+    if has_gold:
+        positions = positions.exclude(mine)
+    if after is not None:
+        positions = positions.filter(key__gt=after)
+    return (
+        positions.select_related("unit")
+        .select_for_update(skip_locked=True, no_key=True, of=("unit",))
+        .order_by("key", "unit_id")
+        .first()
+    )
+
+
 def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment | None:
-    """The annotator's next unit: an unfinished assignment first, otherwise a unit that has
-    a free slot and that this annotator has never had. ``None`` when nothing is left.
+    """The annotator's next unit: an unfinished assignment first, otherwise a unit with a
+    free slot that this annotator has never had, in the annotator's own seeded order.
+    ``None`` when nothing is left.
 
-    On PostgreSQL the candidate unit is locked with FOR UPDATE SKIP LOCKED, so that two
-    annotators asking at the same moment never take the last slot of one unit together;
-    the loser simply gets the next unit. (SQLite serializes writers anyway.)
+    Order (annotator.labelling.order): every annotator walks their own permutation of the
+    study's units (:class:`QueueOrder`), reproducible from the study's :class:`QueueSeed`
+    and their id. Units that others already hold and that still have a free slot come
+    first (so that units reach k labels, and disagreements show, early rather than at the
+    end of the study), among them the first in this annotator's order; then the next unit
+    nobody holds, in this annotator's order. Working alone, or behind the others, an
+    annotator therefore sees the units in an order of their own; two annotators labelling
+    the same units at the same pace meet on them.
 
-    The lowest such unit is looked for once per number of slots already taken (0 … k-1),
-    each an ordered walk of the ``unit_queue`` index (study, assigned_count, id) that
-    starts at the first unit with that count: the study's full units, however many, are
-    never read (one ``assigned_count < k`` walk in id order would step over every one of
-    them, from the table's start). The candidates found but not taken stay locked only
-    until this transaction ends.
+    Cost: the units being labelled (counts 1 … k-1) are read from the ``unit_queue`` index;
+    the fresh units by a walk of the (order, key) index that resumes after the last fresh
+    unit handed out (the order's ``cursor``), so it never re-reads the study. When nothing
+    is left ahead it starts over from the first key (a slot given back behind the cursor
+    is found there), and when nothing is left at all, units imported after the order was
+    drawn are added to it and walked.
+
+    On PostgreSQL each candidate unit is locked with FOR NO KEY UPDATE SKIP LOCKED, so
+    that two annotators asking at the same moment never take the last slot of one unit
+    together; the loser simply gets the next unit. (SQLite serializes writers anyway.) Not
+    FOR UPDATE: the key-share locks that every row referencing a unit takes (another
+    annotator's order being drawn, an assignment being created) would make SKIP LOCKED
+    skip every unit of the study while they last.
 
     Blinding: a unit whose labels this person has been shown (:class:`LabelSight`, on an
     adjudication page, a record page, the outcomes review list or a release download) is
@@ -249,28 +369,27 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
     gold, has_gold = _gold_turn(study=study, annotator=annotator)
     if gold is not None:
         return gold
+    order = _queue_order(study=study, annotator=annotator)
     with transaction.atomic():
-        unit = None
-        for taken in range(study.overlap):
-            candidates = (
-                Unit.objects.select_for_update(skip_locked=True, of=("self",))
-                .filter(study=study, assigned_count=taken)
-                .exclude(_seen_by(annotator))
-            )
-            if taken:
-                # A unit nobody holds (assigned_count counts its assignments) is nobody's:
-                # only the others need the anti-join, which reads this annotator's slots.
-                candidates = candidates.exclude(assignments__annotator=annotator)
-            elif has_gold:  # a gold unit handed out for scoring takes no slot
-                candidates = candidates.exclude(gold_held(study=study, annotator=annotator))
-            candidate = candidates.order_by("id").first()
-            if candidate is not None and (unit is None or candidate.pk < unit.pk):
-                unit = candidate
-        if unit is None:
+        unit = _started_unit(study=study, annotator=annotator, order=order)
+        if unit is not None:
+            return _assignment_take(study=study, annotator=annotator, unit_id=unit.pk)
+        walk = {"study": study, "annotator": annotator, "order": order, "has_gold": has_gold}
+        position = _fresh_position(**walk, after=order.cursor)
+        if position is None and order.cursor >= 0:
+            position = _fresh_position(**walk, after=None)
+        if position is None and queue_positions_add(order=order):
+            position = _fresh_position(**walk, after=None)
+        if position is None:
             return None
-        assignment = Assignment.objects.create(study=study, unit=unit, annotator=annotator)
-        Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
-        _draft_restore(assignment)
+        QueueOrder.objects.filter(pk=order.pk).update(cursor=position.key)
+        return _assignment_take(study=study, annotator=annotator, unit_id=position.unit_id)
+
+
+def _assignment_take(*, study: Study, annotator: AbstractBaseUser, unit_id: int) -> Assignment:
+    assignment = Assignment.objects.create(study=study, unit_id=unit_id, annotator=annotator)
+    Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") + 1)
+    _draft_restore(assignment)
     return assignment
 
 
@@ -537,6 +656,7 @@ def label_submit(
                     record=record,
                 ),
             )
+        reasons_refusal(study=study, annotation=record["annotation"])
         assisted = record["annotation"].get("assisted")
         try:
             with transaction.atomic():

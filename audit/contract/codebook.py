@@ -32,6 +32,9 @@ _COMMON_REQUIRED = ("claimgate", "format_version", "name", "version", "unit")
 _COMMON_OPTIONAL = ("title", "description", "answerability_policy", "allow_assisted")
 _TUPLE_FIELDS = ("predicates", "passage_support", "source_roles", "evidence_dimensions")
 _ANSWER_FIELDS = ("verdicts", "claim_kinds")
+#: Optional for answer codebooks: whether every verdict needs a reason (default required,
+#: as seed 003 asks of every answer-level and claim verdict).
+REASONS = ("required", "optional")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class Codebook:
     #: Format 2: the fields, in form order, and the derived values (audit.contract.fields).
     fields: tuple[Field, ...] = ()
     derived: tuple[Derived, ...] = ()
+    #: Every answer-level verdict and every verifiable claim needs a non-blank reason when
+    #: submitted (annotator and adjudicator alike); see :func:`reasons_missing`.
+    reasons_required: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -290,6 +296,7 @@ def codebook_from_dict(d: Any) -> Codebook:
     allowed = set(_COMMON_REQUIRED) | set(_COMMON_OPTIONAL) | set(specific)
     if unit == "answer":
         allowed.add("source_roles")  # optional for answers: claims name no role
+        allowed.add("reasons")
     unknown = sorted(set(d) - allowed)
     if unknown:
         raise _fail(
@@ -333,6 +340,11 @@ def codebook_from_dict(d: Any) -> Codebook:
         claim_kinds = tuple(key for key, _ in _keyed_entries(d["claim_kinds"], "claim_kinds"))
         if "verifiable" not in claim_kinds:
             raise _fail(codes.INVALID_FIELD, "claim_kinds must include 'verifiable'")
+    reasons = d.get("reasons", "required")
+    if unit == "answer" and reasons not in REASONS:
+        raise _fail(
+            codes.INVALID_FIELD, f"reasons must be 'required' or 'optional', not {show(reasons)}"
+        )
     source_roles: tuple[str, ...] = ()
     if "source_roles" in d:
         source_roles = tuple(key for key, _ in _keyed_entries(d["source_roles"], "source_roles"))
@@ -354,7 +366,32 @@ def codebook_from_dict(d: Any) -> Codebook:
         claim_kinds=claim_kinds,
         source_roles=source_roles,
         digest=digest,
+        reasons_required=unit == "answer" and reasons == "required",
     )
+
+
+def reasons_missing(annotation: Mapping[str, Any], codebook: Codebook) -> str | None:
+    """Where a reason the codebook requires is blank, in words (``None`` when none is):
+    every answer-level verdict and every verifiable claim of a complete answer. A failed
+    attempt carries no verdicts and needs none."""
+    if not codebook.reasons_required or not isinstance(annotation, Mapping):
+        return None
+    verdicts = annotation.get("verdicts")
+    if not isinstance(verdicts, Mapping):
+        return None
+    for key in codebook.verdicts:
+        verdict = verdicts.get(key)
+        reason = verdict.get("reason") if isinstance(verdict, Mapping) else None
+        if not (isinstance(reason, str) and reason.strip()):
+            return f"verdict {key} needs a reason (the codebook requires one for every verdict)"
+    for index, claim in enumerate(annotation.get("claims") or []):
+        if not isinstance(claim, Mapping) or claim.get("kind") != "verifiable":
+            continue
+        reason = claim.get("reason")
+        if not (isinstance(reason, str) and reason.strip()):
+            name = claim.get("id") or index + 1
+            return f"claim {name} needs a reason (the codebook requires one for every verdict)"
+    return None
 
 
 def load_codebook(path: str | Path) -> Codebook:

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.adjudication.services import judgments_of
+from annotator.adjudication.services import labels_agree
 from annotator.labelling.models import Label, LabelKind
 from audit.archive import bulk, mapping
 from audit.archive.models import CodebookUnit, ImportBatch, ImportStatus, Study, Unit, UnitState
@@ -311,7 +311,7 @@ def _labels_store(study: Study, records: list[tuple[int, dict[str, Any], Any]]) 
             }
         )
     bulk.insert(Label, rows, returning="record_digest", study_id=study.pk)
-    _units_update(study, rows, judgments_of)
+    _units_update(study, rows, labels_agree)
     for (_, record, result), row in zip(records, rows, strict=True):
         ledger_append(
             study=study,
@@ -323,7 +323,7 @@ def _labels_store(study: Study, records: list[tuple[int, dict[str, Any], Any]]) 
     return len(rows)
 
 
-def _units_update(study: Study, rows: list[dict[str, Any]], judgments_of: Any) -> None:
+def _units_update(study: Study, rows: list[dict[str, Any]], labels_agree: Any) -> None:
     """Each imported unit's counts and adjudication state, from its labels: adjudicated,
     agreed (a consensus record), disputed (k annotators who disagree) or partially
     labelled. A few UPDATEs, one per distinct (state, count)."""
@@ -341,14 +341,8 @@ def _units_update(study: Study, rows: list[dict[str, Any]], judgments_of: Any) -
             state = UnitState.ADJUDICATED
         elif "consensus" in finals[unit_id]:
             state = UnitState.AGREED
-        elif len(annotations) >= study.overlap and (
-            len(
-                {
-                    judgments_of(a, study.codebook.unit, study.codebook.definition)
-                    for a in annotations
-                }
-            )
-            > 1
+        elif len(annotations) >= study.overlap and not labels_agree(
+            annotations, study.codebook.unit, study.codebook.definition
         ):
             state = UnitState.DISPUTED
         else:

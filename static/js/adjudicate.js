@@ -193,13 +193,33 @@
     });
 
     let state = { picks: {}, own: {}, ownReason: {}, removed: {}, added: {}, claims: [] };
+    const claimKinds = (data.codebook.claim_kinds || []).map(function (item) {
+      return item.key;
+    });
+    const sourceLabels = {};
+    (data.sources || []).forEach(function (source) {
+      sourceLabels[source.digest] = source.label;
+    });
 
     // --- the state, from the page's inputs and back -----------------------------------
 
-    function claimKeysOf(column) {
-      return ((columns[column].annotation || {}).claims || []).map(function (_, index) {
-        return column + ":" + index;
-      });
+    /** An annotator's claim ("column:index"), copied as a final claim the page can edit. */
+    function keptClaim(key) {
+      const [column, index] = key.split(":").map(Number);
+      const claim = (((columns[column] || {}).annotation || {}).claims || [])[index];
+      if (!claim) {
+        return null;
+      }
+      return {
+        origin: key,
+        span: claim.span,
+        source_digest: claim.source_digest || null,
+        quote_span: claim.quote_span || null,
+        supported: claim.supported === undefined ? null : claim.supported,
+        accurate: claim.accurate === undefined ? null : claim.accurate,
+        kind: claim.kind,
+        reason: claim.reason || "",
+      };
     }
 
     function initialState() {
@@ -211,7 +231,11 @@
           ownReason: restored.ownReason || {},
           removed: restored.removed || {},
           added: restored.added || {},
-          claims: Array.isArray(restored.claims) ? restored.claims : [],
+          claims: Array.isArray(restored.claims)
+            ? restored.claims.filter(function (claim) {
+                return claim && claim.span && Number.isInteger(claim.span.start);
+              })
+            : [],
         };
       }
       const fresh = { picks: {}, own: {}, ownReason: {}, removed: {}, added: {}, claims: [] };
@@ -221,9 +245,15 @@
           fresh.picks[row.dataset.field] = "0";
         }
       });
-      if (fresh.picks.claims === "0") {
-        fresh.claims = claimKeysOf(0);
-      }
+      // Aligned claims that agree are kept (the first annotator's copy); the others wait
+      // for a decision.
+      document.querySelectorAll("tr.claim-row:not(.differs)").forEach(function (row) {
+        const first = row.querySelector("[data-claim-key]");
+        const claim = first ? keptClaim(first.dataset.claimKey) : null;
+        if (claim) {
+          fresh.claims.push(claim);
+        }
+      });
       return fresh;
     }
 
@@ -243,9 +273,7 @@
           reason.value = state.ownReason[field] || "";
         }
       });
-      form.querySelectorAll("input[data-claim]").forEach(function (box) {
-        box.checked = state.claims.indexOf(box.dataset.claim) >= 0;
-      });
+      renderFinalClaims();
     }
 
     // --- the final label ----------------------------------------------------------------
@@ -322,25 +350,46 @@
       return { snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
     }
 
+    /** The final claims as the record stores them, numbered c1, c2 … in answer order. */
     function finalClaims() {
-      const keys = state.claims.slice().sort(function (a, b) {
-        const [ac, ai] = a.split(":").map(Number);
-        const [bc, bi] = b.split(":").map(Number);
-        return ac - bc || ai - bi;
-      });
-      const mixed = new Set(keys.map(function (key) {
-        return key.split(":")[0];
-      })).size > 1;
-      const claims = [];
-      keys.forEach(function (key) {
-        const [column, index] = key.split(":").map(Number);
-        const claim = (((columns[column] || {}).annotation || {}).claims || [])[index];
-        if (claim) {
-          // Ids stay unique when claims of several annotators are kept.
-          claims.push(Object.assign({}, claim, { id: mixed ? "a" + (column + 1) + "-" + claim.id : claim.id }));
+      return state.claims
+        .map(function (claim, position) {
+          return { claim: claim, position: position };
+        })
+        .sort(function (a, b) {
+          return a.claim.span.start - b.claim.span.start || a.claim.span.end - b.claim.span.end || a.position - b.position;
+        })
+        .map(function (item, index) {
+          const claim = item.claim;
+          const opinion = claim.kind !== "verifiable";
+          return {
+            id: "c" + (index + 1),
+            span: claim.span,
+            source_digest: claim.source_digest || null,
+            quote_span: claim.quote_span || null,
+            supported: opinion ? null : claim.supported,
+            accurate: opinion ? null : claim.accurate,
+            kind: claim.kind,
+            reason: claim.reason && claim.reason.trim() ? claim.reason : null,
+          };
+        });
+    }
+
+    function claimProblems() {
+      const found = [];
+      state.claims.forEach(function (claim, index) {
+        const name = "Final claim " + (index + 1);
+        if (claim.kind === "verifiable" && (claim.supported === true || claim.supported === false) && !claim.quote_span) {
+          found.push(name + ": a resolved “supported” needs a quote: select the passage in a source, then “Use selection as quote”");
+        }
+        if (claim.quote_span && !claim.source_digest) {
+          found.push(name + ": choose the source the quote is taken from");
+        }
+        if (!String(claim.reason || "").trim()) {
+          found.push(name + ": give a reason");
         }
       });
-      return claims;
+      return found;
     }
 
     function annotation() {
@@ -400,9 +449,7 @@
           }
         });
       } else {
-        if (state.picks.claims === undefined) {
-          found.push("Claims: take one annotator’s claims or tick the ones to keep");
-        }
+        found.push.apply(found, claimProblems());
         const supported = finalValue("verdict-supported");
         if (supported && supported.value !== ClaimgateSpans.summarizeSupported(finalClaims())) {
           found.push("Supported: the verdict disagrees with the kept claims (summary_mismatch)");
@@ -486,7 +533,8 @@
         return;
       }
       const summary = ClaimgateSpans.summarizeSupported(finalClaims());
-      value.textContent = verdictText(summary) + " (" + state.claims.length + " kept)";
+      value.textContent =
+        verdictText(summary) + " (" + state.claims.length + " claim" + (state.claims.length === 1 ? "" : "s") + ")";
       const supported = finalValue("verdict-supported");
       document.getElementById("summary-mismatch").hidden = !supported || supported.value === summary;
     }
@@ -495,7 +543,7 @@
       renderSpans();
       renderClaims();
       rows.forEach(function (row) {
-        row.classList.toggle("unpicked", finalValue(row.dataset.field) === undefined && row.dataset.field !== "claims");
+        row.classList.toggle("unpicked", finalValue(row.dataset.field) === undefined);
       });
       const open = rows.filter(function (row) {
         return row.classList.contains("unpicked");
@@ -513,25 +561,18 @@
       if (target.name && target.name.startsWith("pick-")) {
         const field = target.name.slice(5);
         state.picks[field] = target.value;
-        if (field === "claims" && target.value !== "own") {
-          state.claims = claimKeysOf(Number(target.value));
-          applyState();
-        }
-      } else if (target.dataset.claim) {
-        const keys = new Set(state.claims);
-        if (target.checked) {
-          keys.add(target.dataset.claim);
-        } else {
-          keys.delete(target.dataset.claim);
-        }
-        state.claims = Array.from(keys);
-        state.picks.claims = "own";
-        applyState();
+      } else if (target.closest("#final-claims")) {
+        claimEdited(target);
       }
       update();
     });
     form.addEventListener("input", function (event) {
       const target = event.target;
+      if (target.closest("#final-claims")) {
+        claimEdited(target);
+        update();
+        return;
+      }
       const field = target.dataset.own || target.dataset.ownReason;
       if (!field) {
         return;
@@ -635,7 +676,7 @@
         return null;
       }
       const span = Spans.spanFromUtf16(hits[0].text, hits[0].kind, offsets[0], offsets[1]);
-      return span ? { span: span, rect: range.getBoundingClientRect() } : null;
+      return span ? { span: span, snapshot: hits[0], rect: range.getBoundingClientRect() } : null;
     }
 
     function hideToolbar() {
@@ -725,6 +766,234 @@
         if (event.key === "Escape" && !toolbar.hidden) {
           hideToolbar();
         }
+      });
+    }
+
+    // --- final claims: kept, edited or written (answer units) ------------------------------
+
+    const claimList = document.getElementById("final-claims");
+    const writeButton = document.getElementById("write-claim");
+    const claimSelection = document.getElementById("claim-selection");
+    // The last selection made in a snapshot: the buttons below act on it even when pressing
+    // them moved the focus.
+    let claimSource = null;
+
+    function choiceSelect(claim, field, index, label) {
+      const id = "final-claim-" + index + "-" + field;
+      const current = claim[field] === true ? "true" : claim[field] === false ? "false" : "null";
+      const select = el("select", { id: id, "data-claim-field": field }, [
+        el("option", { value: "true", text: "true" }),
+        el("option", { value: "false", text: "false" }),
+        el("option", { value: "null", text: "unknown" }),
+      ]);
+      select.value = current;
+      select.disabled = claim.kind !== "verifiable";
+      return el("div", { className: "field claim-field" }, [el("label", { for: id, text: label }), select]);
+    }
+
+    function claimCard(claim, index) {
+      const origin = claim.origin
+        ? "kept from annotator " + (Number(claim.origin.split(":")[0]) + 1)
+        : "written by you";
+      const sourceId = "final-claim-" + index + "-source";
+      const source = el("select", { id: sourceId, "data-claim-field": "source_digest" }, [
+        el("option", { value: "", text: "— no source —" }),
+      ].concat(
+        (data.sources || []).map(function (item) {
+          return el("option", { value: item.digest, text: item.label });
+        })
+      ));
+      source.value = claim.source_digest || "";
+      const kindId = "final-claim-" + index + "-kind";
+      const kind = el("select", { id: kindId, "data-claim-field": "kind" }, (data.codebook.claim_kinds || []).map(function (item) {
+        return el("option", { value: item.key, text: item.label });
+      }));
+      kind.value = claimKinds.indexOf(claim.kind) >= 0 ? claim.kind : claimKinds[0];
+      const reasonId = "final-claim-" + index + "-reason";
+      const reason = el("textarea", { id: reasonId, rows: 2, dir: "auto", "data-claim-field": "reason" });
+      reason.value = claim.reason || "";
+      const quote = claim.quote_span;
+      return el("li", { className: "claim card final-claim", "data-final-claim": index }, [
+        el("div", { className: "claim-head" }, [
+          el("h4", { className: "claim-title", text: "Final claim " + (index + 1) }),
+          el("span", { className: "muted", text: origin }),
+          el("button", { type: "button", "data-claim-action": "remove", "aria-label": "Drop final claim " + (index + 1), text: "Drop" }),
+        ]),
+        el("blockquote", { className: "claim-text", dir: "auto" }, [
+          "“" + shorten(claim.span.quote, 200) + "” ",
+          el("span", { className: "muted", text: "answer [" + claim.span.start + ", " + claim.span.end + ")" }),
+        ]),
+        el("div", { className: "claim-quote-row" }, [
+          el("button", { type: "button", "data-claim-action": "span", text: "Use answer selection as claim" }),
+          el("button", { type: "button", "data-claim-action": "quote", text: "Use selection as quote" }),
+          quote ? el("button", { type: "button", "data-claim-action": "unquote", text: "Remove quote" }) : "",
+        ]),
+        quote
+          ? el("blockquote", { className: "claim-quote-text", dir: "auto" }, [
+              "“" + shorten(quote.quote, 200) + "” ",
+              el("span", { className: "muted", text: (sourceLabels[claim.source_digest] || "source") + " [" + quote.start + ", " + quote.end + ")" }),
+            ])
+          : el("p", { className: "muted", text: "No quote." }),
+        el("div", { className: "claim-grid" }, [
+          el("div", { className: "field claim-field" }, [el("label", { for: sourceId, text: "Source it relies on" }), source]),
+          el("div", { className: "field claim-field" }, [el("label", { for: kindId, text: "Kind" }), kind]),
+          choiceSelect(claim, "supported", index, "Supported by the quote"),
+          choiceSelect(claim, "accurate", index, "Accurate"),
+        ]),
+        el("div", { className: "field claim-field" }, [el("label", { for: reasonId, text: "Reason (required)" }), reason]),
+        el("p", { className: "claim-problem warning", role: "status", hidden: true }),
+      ]);
+    }
+
+    function renderFinalClaims() {
+      if (!claimList) {
+        return;
+      }
+      claimList.replaceChildren.apply(
+        claimList,
+        state.claims.length
+          ? state.claims.map(claimCard)
+          : [el("li", { className: "muted", text: "No final claims yet: keep an annotator’s claim or write one." })]
+      );
+      document.querySelectorAll("[data-keep-claim]").forEach(function (button) {
+        const kept = state.claims.some(function (claim) {
+          return claim.origin === button.dataset.keepClaim;
+        });
+        button.disabled = kept;
+        button.textContent = kept ? "Kept" : "Keep";
+      });
+    }
+
+    function claimEdited(target) {
+      const card = target.closest("[data-final-claim]");
+      const field = target.dataset.claimField;
+      const claim = card ? state.claims[Number(card.dataset.finalClaim)] : null;
+      if (!claim || !field) {
+        return;
+      }
+      if (field === "supported" || field === "accurate") {
+        claim[field] = { true: true, false: false, null: null }[target.value];
+      } else if (field === "source_digest") {
+        claim.source_digest = target.value || null;
+        if (claim.quote_span) {
+          claim.quote_span = null; // the quote belonged to the previous source
+          renderFinalClaims();
+        }
+      } else if (field === "kind") {
+        claim.kind = target.value;
+        if (claim.kind !== "verifiable") {
+          claim.supported = null;
+          claim.accurate = null;
+        }
+        renderFinalClaims();
+      } else {
+        claim[field] = target.value;
+      }
+    }
+
+    function sayClaim(card, message) {
+      const box = card ? card.querySelector(".claim-problem") : claimSelection;
+      if (box) {
+        box.textContent = message;
+        box.hidden = false;
+        box.classList.add("is-warning");
+      }
+    }
+
+    function currentSelection() {
+      return readSelection() || claimSource;
+    }
+
+    if (claimList) {
+      document.addEventListener("selectionchange", function () {
+        const found = readSelection();
+        if (!found) {
+          return;
+        }
+        claimSource = found;
+        const where = found.snapshot.kind === "source" ? sourceLabels[found.snapshot.digest] || "a source" : "the " + found.snapshot.kind;
+        claimSelection.classList.remove("is-warning");
+        claimSelection.textContent = "Selected in " + where + ": “" + shorten(found.span.quote, 120) + "”";
+      });
+      // Pressing these buttons must not take the selection away first.
+      form.addEventListener("mousedown", function (event) {
+        if (event.target.closest("#write-claim, [data-claim-action='quote'], [data-claim-action='span']")) {
+          event.preventDefault();
+        }
+      });
+      writeButton.addEventListener("click", function () {
+        const found = currentSelection();
+        if (!found || found.snapshot.kind !== "answer") {
+          sayClaim(null, "Select the claim in the answer text first, then press “Write a claim”.");
+          return;
+        }
+        state.claims.push({
+          origin: null,
+          span: found.span,
+          source_digest: null,
+          quote_span: null,
+          supported: null,
+          accurate: null,
+          kind: claimKinds[0],
+          reason: "",
+        });
+        claimSource = null;
+        claimSelection.textContent = "No text selected.";
+        window.getSelection().removeAllRanges();
+        renderFinalClaims();
+        update();
+        const cards = claimList.querySelectorAll("[data-final-claim]");
+        const card = cards[cards.length - 1];
+        card.querySelector("select").focus({ preventScroll: true });
+        card.scrollIntoView({ block: "nearest" });
+      });
+      form.addEventListener("click", function (event) {
+        const keep = event.target.closest("[data-keep-claim]");
+        if (keep) {
+          const claim = keptClaim(keep.dataset.keepClaim);
+          if (claim) {
+            state.claims.push(claim);
+            renderFinalClaims();
+            update();
+          }
+          return;
+        }
+        const action = event.target.closest("[data-claim-action]");
+        const card = action && action.closest("[data-final-claim]");
+        if (!card) {
+          return;
+        }
+        const index = Number(card.dataset.finalClaim);
+        const claim = state.claims[index];
+        const what = action.dataset.claimAction;
+        if (what === "remove") {
+          state.claims.splice(index, 1);
+        } else if (what === "unquote") {
+          claim.quote_span = null;
+        } else if (what === "span" || what === "quote") {
+          const found = currentSelection();
+          const wanted = what === "span" ? "answer" : "source";
+          if (!found || found.snapshot.kind !== wanted) {
+            sayClaim(
+              card,
+              what === "span"
+                ? "Select the claim in the answer text first, then press “Use answer selection as claim”."
+                : "Select the passage in a source first, then press “Use selection as quote”."
+            );
+            return;
+          }
+          if (what === "span") {
+            claim.span = found.span;
+          } else {
+            claim.source_digest = found.snapshot.digest;
+            claim.quote_span = { snapshot: "source", start: found.span.start, end: found.span.end, quote: found.span.quote };
+          }
+          claimSource = null;
+          claimSelection.textContent = "No text selected.";
+          window.getSelection().removeAllRanges();
+        }
+        renderFinalClaims();
+        update();
       });
     }
 

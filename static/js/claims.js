@@ -52,6 +52,8 @@
     const verdictKeys = codebook.verdicts.map(function (item) {
       return item.key;
     });
+    // Reasons are required unless the codebook says "optional" (audit.contract.codebook).
+    const reasonsRequired = codebook.reasons !== "optional";
     const kinds = codebook.claim_kinds.map(function (item) {
       return item.key;
     });
@@ -253,6 +255,9 @@
         if (claim.quote_span && !claim.source_digest) {
           found.push(name + ": choose the source the quote is taken from.");
         }
+        if (reasonsRequired && claim.kind === "verifiable" && !claim.reason) {
+          found.push(name + ": give a reason (the codebook requires one for every verdict).");
+        }
       });
       const labels = {};
       codebook.verdicts.forEach(function (item) {
@@ -261,6 +266,9 @@
       verdictKeys.forEach(function (key) {
         if (state.verdicts[key].value === undefined) {
           found.push(labels[key] + ": choose true, false or unknown.");
+        }
+        if (reasonsRequired && !state.verdicts[key].reason) {
+          found.push(labels[key] + ": give a reason (the codebook requires one for every verdict).");
         }
       });
       const summary = ClaimgateSpans.summarizeSupported(toAnnotation(state).claims);
@@ -468,6 +476,152 @@
         }
       } else if (event.target.matches("select.claim-kind")) {
         paintClaim(node);
+      }
+    });
+
+    // --- keyboard (listed on the form and in the ? dialog) ---------------------------------
+
+    const dialog = document.getElementById("shortcuts-dialog");
+    const submitButton = document.getElementById("submit-label");
+    let current = null; // the claim the keys act on
+    let active = null; // the verdict fieldset chosen with s, c or v
+
+    function claims() {
+      return Array.from(list.querySelectorAll(".claim"));
+    }
+
+    function makeCurrent(node) {
+      current = node;
+      claims().forEach(function (claim) {
+        claim.classList.toggle("is-current", claim === node);
+      });
+    }
+
+    function choose(fieldset) {
+      active = fieldset;
+      form.querySelectorAll("fieldset.is-active").forEach(function (other) {
+        other.classList.toggle("is-active", other === fieldset);
+      });
+      fieldset.classList.add("is-active");
+      const radio =
+        fieldset.querySelector('input[type="radio"]:checked:not(:disabled)') ||
+        fieldset.querySelector('input[type="radio"]:not(:disabled)');
+      (radio || fieldset).focus({ preventScroll: true });
+      fieldset.scrollIntoView({ block: "nearest" });
+    }
+
+    function currentClaim() {
+      if (current && current.isConnected) {
+        return current;
+      }
+      const all = claims();
+      return all.length ? all[all.length - 1] : null;
+    }
+
+    function step(by) {
+      const all = claims();
+      if (!all.length) {
+        say("No claim yet: select a claim in the answer, then press a (or “Add claim”).");
+        return;
+      }
+      const at = all.indexOf(currentClaim());
+      const next = all[Math.max(0, Math.min(all.length - 1, at + by))];
+      makeCurrent(next);
+      next.focus({ preventScroll: true });
+      next.scrollIntoView({ block: "nearest" });
+    }
+
+    function setVerdict(value) {
+      const focused = document.activeElement && document.activeElement.closest
+        ? document.activeElement.closest("fieldset.claim-judgment, fieldset.verdict")
+        : null;
+      const fieldset = focused || (active && active.isConnected ? active : null);
+      if (!fieldset) {
+        return false;
+      }
+      const radio = fieldset.querySelector('input[type="radio"][value="' + value + '"]');
+      if (!radio || radio.disabled) {
+        return false;
+      }
+      radio.checked = true;
+      radio.focus({ preventScroll: true });
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+      return true;
+    }
+
+    function openShortcuts() {
+      if (dialog && !dialog.open) {
+        dialog.showModal();
+      }
+    }
+
+    document.getElementById("show-shortcuts").addEventListener("click", openShortcuts);
+    document.getElementById("close-shortcuts").addEventListener("click", function () {
+      dialog.close();
+    });
+    list.addEventListener("focusin", function (event) {
+      const node = event.target.closest(".claim");
+      if (node) {
+        makeCurrent(node);
+      }
+    });
+    // A claim just added becomes the current one.
+    new MutationObserver(function (records) {
+      records.forEach(function (record) {
+        record.addedNodes.forEach(function (node) {
+          if (node.classList && node.classList.contains("claim")) {
+            makeCurrent(node);
+          }
+        });
+      });
+    }).observe(list, { childList: true });
+
+    document.addEventListener("keydown", function (event) {
+      if (event.defaultPrevented || (dialog && dialog.open)) {
+        return;
+      }
+      if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+        event.preventDefault();
+        form.requestSubmit(submitButton);
+        return;
+      }
+      if (event.ctrlKey || event.metaKey || event.altKey || core.isTyping(event.target)) {
+        return;
+      }
+      const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+      if (key === "?") {
+        event.preventDefault();
+        openShortcuts();
+        return;
+      }
+      if (data.failed) {
+        return;
+      }
+      const claim = currentClaim();
+      if (key === "a") {
+        event.preventDefault();
+        addButton.click();
+      } else if (key === "n" || key === "p") {
+        event.preventDefault();
+        step(key === "n" ? 1 : -1);
+      } else if (key === "q" || key === "s" || key === "c") {
+        event.preventDefault();
+        if (!claim) {
+          say("No claim yet: select a claim in the answer, then press a (or “Add claim”).");
+        } else if (key === "q") {
+          claim.querySelector("button.claim-quote").click();
+        } else {
+          choose(claim.querySelector('fieldset[data-field="' + (key === "s" ? "supported" : "accurate") + '"]'));
+        }
+      } else if (key === "v") {
+        event.preventDefault();
+        const verdicts = Array.from(form.querySelectorAll("fieldset.verdict"));
+        const at = verdicts.indexOf(active);
+        choose(verdicts[(at + 1) % verdicts.length]);
+      } else if (key === "t" || key === "f" || key === "u") {
+        if (setVerdict({ t: "true", f: "false", u: "null" }[key])) {
+          event.preventDefault();
+        }
       }
     });
 

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db.models import F
 
+from annotator.labelling.models import Assignment
 from annotator.memberships.models import Membership, Role
-from audit.archive.models import Study
+from audit.archive.models import Study, Unit
 from audit.archive.services import codebook_install_file, observations_import
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
@@ -58,3 +61,11 @@ def add_people(study: Study) -> dict:
 @pytest.fixture
 def people(risk_study):
     return add_people(risk_study)
+
+
+def assign(unit: Unit, user: Any) -> Assignment:
+    """Give ``user`` a slot on ``unit`` as the queue would (the slot counted on the unit):
+    for tests about a particular unit, not about the queue's order."""
+    assignment = Assignment.objects.create(study=unit.study, unit=unit, annotator=user)
+    Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+    return assignment

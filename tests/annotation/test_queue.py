@@ -120,3 +120,50 @@ def test_concurrent_requests_never_share_the_last_slot():
     assert len(set(results.values())) == len(annotators)
     assert Assignment.objects.filter(study=study).count() == len(annotators)
     assert all(u.assigned_count <= 1 for u in Unit.objects.filter(study=study))
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_unit_referenced_by_an_open_transaction_is_still_handed_out():
+    """Drawing an order inserts a row per unit, whose foreign-key check key-share locks
+    every unit (at commit, the constraints being deferred; made immediate here so that the
+    window lasts while the other annotator asks): the queue's lock (FOR NO KEY UPDATE SKIP
+    LOCKED) must not skip them all, as FOR UPDATE did (eight annotators asking at once
+    sometimes got nothing)."""
+    from django.db import transaction
+
+    from annotator.labelling.models import QueueOrder, QueueSeed
+    from annotator.labelling.services import queue_positions_add
+
+    study = make_study("held", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    QueueSeed.objects.create(study=study)
+    drawn, release = threading.Event(), threading.Event()
+    errors = []
+
+    def draw_and_hold():
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                order = QueueOrder.objects.create(
+                    study=study, annotator=people["ann_b"], seed=QueueSeed.objects.get().seed
+                )
+                queue_positions_add(order=order)  # every unit now key-share locked
+                drawn.set()
+                release.wait(timeout=30)
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=draw_and_hold)
+    holder.start()
+    try:
+        assert drawn.wait(timeout=30)
+        assignment = assignment_next(study=study, annotator=people["ann_a"])
+    finally:
+        release.set()
+        holder.join()
+    assert errors == []
+    assert assignment is not None

@@ -23,7 +23,7 @@ from audit.archive.models import UnitState
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record, codes
 from tests.annotation.annotations import answer_claims, source_risk
-from tests.annotation.conftest import add_people
+from tests.annotation.conftest import add_people, assign
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +153,8 @@ def test_unresolved_predicates_need_no_span_and_are_accepted(assignment):
 
 def test_an_answer_unit_takes_claims_and_verdicts(claims_study):
     people = add_people(claims_study)
-    assignment = assignment_next(study=claims_study, annotator=people["ann_a"])
+    unit = next(u for u in claims_study.units.order_by("id") if unit_content(unit=u).sources)
+    assignment = assign(unit, people["ann_a"])
     content = unit_content(unit=assignment.unit)
 
     label = label_submit(
@@ -168,7 +169,8 @@ def test_an_answer_unit_takes_claims_and_verdicts(claims_study):
 
 def test_a_summary_mismatch_is_refused(claims_study):
     people = add_people(claims_study)
-    assignment = assignment_next(study=claims_study, annotator=people["ann_a"])
+    unit = next(u for u in claims_study.units.order_by("id") if unit_content(unit=u).sources)
+    assignment = assign(unit, people["ann_a"])
     annotation = answer_claims(unit_content(unit=assignment.unit))
     annotation["claims"][0]["supported"] = False  # but the answer says supported: true
 

@@ -17,7 +17,7 @@ from annotator.labelling.selectors import label_head, unit_content
 from annotator.labelling.services import assignment_next, draft_save, label_submit
 from audit.archive.models import Unit
 from tests.annotation.annotations import answer_claims, source_risk
-from tests.annotation.conftest import add_people
+from tests.annotation.conftest import add_people, assign
 
 pytestmark = pytest.mark.django_db
 
@@ -245,7 +245,11 @@ def test_the_source_risk_form_renders_the_unit_and_the_contract_hooks(assignment
 
 def test_the_claims_form_renders_the_answer_with_all_its_sources(claims_study):
     people = add_people(claims_study)
-    assignment = assignment_next(study=claims_study, annotator=people["ann_a"])
+    # An answer with several sources, whatever order the queue would hand them out in.
+    unit = next(
+        u for u in claims_study.units.order_by("id") if len(unit_content(unit=u).sources) > 1
+    )
+    assignment = assign(unit, people["ann_a"])
     response = client_for(people["ann_a"]).get(form_url(assignment))
 
     assert response.status_code == 200

@@ -378,9 +378,13 @@ def test_answer_claims_units_are_adjudicated_from_verdicts_and_claims(db):
     rows = rows_of(html)
     assert "differs" in rows["verdict-timely"]
     assert "differs" not in rows["verdict-cited"]
-    assert "differs" not in rows["claims"]
+    assert "claims" not in rows  # claims are compared in their own aligned table
     assert "last year&#x27;s hours" in html
-    assert 'data-claim="1:0"' in html  # claims listed per annotator, each can be kept
+    # The two claims align on one row that agrees; each can be kept.
+    assert html.count('class="claim-row"') == 1
+    assert 'class="claim-row differs"' not in html
+    assert 'data-keep-claim="0:0"' in html
+    assert 'data-keep-claim="1:0"' in html
 
     annotation = final_of(first)
     annotation["verdicts"]["timely"] = {"value": None, "reason": "the effective period is unclear"}

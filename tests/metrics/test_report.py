@@ -33,7 +33,7 @@ from metrics.selectors import (
 )
 from metrics.services import report_claim, report_compute, report_request
 from tests.annotation.annotations import answer_claims, source_risk
-from tests.annotation.conftest import add_people, make_study
+from tests.annotation.conftest import add_people, assign, make_study
 
 pytestmark = pytest.mark.django_db
 
@@ -153,9 +153,11 @@ def test_claims_are_matched_by_half_the_shorter_span():
 def test_answer_claims_report_aligns_claims_and_counts_failed_attempts(db):
     study = make_study("relc", "answer-claims-1.0.0", "answer-claims.jsonl")
     people = add_people(study)
-    for _ in range(2):
+    # Two answers with sources (each gets a claim), whatever order the queue would take.
+    units = [u for u in study.units.order_by("id") if unit_content(unit=u).sources][:2]
+    for unit in units:
         for who in ("ann_a", "ann_b"):
-            assignment = assignment_next(study=study, annotator=people[who])
+            assignment = assign(unit, people[who])
             label = label_submit(
                 assignment=assignment,
                 annotation=answer_claims(unit_content(unit=assignment.unit)),
