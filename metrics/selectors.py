@@ -56,7 +56,8 @@ from metrics.matrices import (
     heads_from_rows,
     labels_digest_of,
 )
-from metrics.models import ReportStatus, StudyReport
+from metrics.models import Prediction, PredictionSet, ReportStatus, StudyReport
+from metrics.predictions import GoldUnit, final_value
 from metrics.report_build import CodebookInfo, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
@@ -429,3 +430,47 @@ def latest_report(study: Study) -> dict[str, Any] | None:
 
 def gate_stage(*, study: Study) -> str | None:
     return StudyGate.objects.filter(study=study).values_list("reached", flat=True).first()
+
+
+# --- predictions ---------------------------------------------------------------------------
+
+
+def study_unit_ids_by_digest(*, study: Study) -> dict[str, int]:
+    """unit digest -> unit id, for checking a prediction file's lines (one query)."""
+    return dict(Unit.objects.filter(study=study).values_list("digest", "id").order_by())
+
+
+def prediction_gold_fetch(*, study: Study, field: str) -> dict[int, GoldUnit]:
+    """Every unit of the study with its domain and its final record's value of ``field``
+    (two queries: units, final labels). The final record is the latest adjudicated label,
+    else the latest consensus label while the unit is agreed; never an independent label,
+    never a prediction."""
+    units = list(
+        Unit.objects.filter(study=study)
+        .order_by()
+        .values_list("id", "state", "observation__query__domain")
+    )
+    finals = _final_annotations(study, {pk: state for pk, state, _ in units})
+    gold = {}
+    for pk, _, domain in units:
+        final = finals.get(pk)
+        value = final_value(final[1] or {}, field) if final is not None else None
+        gold[pk] = GoldUnit(domain=domain or "", final=final is not None, value=value)
+    return gold
+
+
+def prediction_values_fetch(*, prediction_set: PredictionSet) -> dict[int, Any]:
+    """unit id -> predicted value of a prediction set (one query)."""
+    return dict(
+        Prediction.objects.filter(prediction_set=prediction_set)
+        .order_by()
+        .values_list("unit_id", "value")
+    )
+
+
+def prediction_sets_of(*, study: Study) -> list[PredictionSet]:
+    return list(PredictionSet.objects.filter(study=study).order_by("-id"))
+
+
+def prediction_set_get(*, study: Study, pk: int) -> PredictionSet | None:
+    return PredictionSet.objects.filter(study=study, pk=pk).first()

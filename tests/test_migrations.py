@@ -49,6 +49,8 @@ TABLES = {
     "annotator.LabelSight": "annotator_labelsight",
     "annotator.Membership": "annotator_membership",
     "metrics.StudyReport": "metrics_studyreport",
+    "metrics.PredictionSet": "metrics_predictionset",
+    "metrics.Prediction": "metrics_prediction",
 }
 
 
