@@ -224,6 +224,7 @@ def report_build(
     }
     if is_answer:
         report["claim_metrics"] = {
+            "veriscore_cohort": claim_cohort(inputs.claim_rows),
             "rows": list(inputs.claim_rows),
             "awaiting_final": inputs.awaiting_final,
             "failed_attempts": inputs.failed_attempts,
@@ -231,15 +232,29 @@ def report_build(
     return report
 
 
-def claim_tables(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The claim-metric tables of (filtered) claim rows: metrics.claims, labelled."""
+def claim_cohort(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """VeriScore's K per domain from the study's whole cohort: every answer with a final
+    record (answers awaiting one have no claims yet and would pull the median down)."""
+    try:
+        return claim_metrics.veriscore_cohort([r for r in rows if r.get("record")])
+    except claim_metrics.ClaimsInputError:
+        return {}
+
+
+def claim_tables(
+    rows: Sequence[dict[str, Any]], *, cohort: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The claim-metric tables of (filtered) claim rows: metrics.claims, labelled.
+
+    ``cohort`` (:func:`claim_cohort` of the report's unfiltered rows) fixes VeriScore's K per
+    domain, so that a filter never changes it; without it K is the median of ``rows``."""
     try:
         return {
             "evaluate": claim_metrics.evaluate(rows),
             "grouped": claim_metrics.grouped(rows),
             "support_precision": claim_metrics.support_precision(rows),
             "claim_counts": claim_metrics.claim_counts(rows),
-            "veriscore": claim_metrics.veriscore(rows),
+            "veriscore": claim_metrics.veriscore(rows, cohort=cohort),
             "by_position": claim_metrics.support_by_position(rows),
             "error": None,
         }

@@ -302,6 +302,7 @@ def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> 
             question_id=F("query__query_id"),
             question_version=F("query__question_version"),
             question_type=F("query__question_type"),
+            domain=F("query__domain"),
             service=F("answer__service"),
             mode=F("answer__mode"),
             model=F("answer__model"),
@@ -319,6 +320,7 @@ def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> 
             key: obs[key]
             for key in ("question_id", "question_version", "question_type", "service", "mode")
         }
+        identity["domain"] = obs["domain"] or None
         identity["model"] = obs["model"] or None
         if obs["status"] == AnswerStatus.FAILED:
             failed += 1

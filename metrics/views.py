@@ -36,7 +36,7 @@ from metrics.reliability import (
     REASON_SINGLE_CATEGORY,
     REASON_TOO_FEW_SHARED_UNITS,
 )
-from metrics.report_build import TREATMENTS, claim_tables
+from metrics.report_build import TREATMENTS, claim_cohort, claim_tables
 from metrics.selectors import (
     gate_stage,
     report_current,
@@ -221,6 +221,13 @@ def _verdict_table(tables: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _cohort(metrics: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """VeriScore's K per domain as the report froze it (a report stored before it kept one:
+    from all of its rows), never from the filtered rows."""
+    stored = metrics.get("veriscore_cohort")
+    return stored if stored is not None else claim_cohort(rows)
+
+
 def _status_context(study: Study, current: StudyReport | None) -> dict[str, Any]:
     return {"study": study, "current": current}
 
@@ -258,8 +265,10 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
     if metrics is not None:
         rows = list(metrics.get("rows") or [])
         chosen = _filtered(rows, filters)
+        cohort = _cohort(metrics, rows)
         claim_view = {
-            **claim_tables(chosen),
+            **claim_tables(chosen, cohort=cohort),
+            "cohort": cohort,
             "options": _options(rows),
             "filters": filters,
             "rows": len(chosen),
@@ -498,12 +507,12 @@ def _support_rows(tables: dict[str, Any]) -> list[list[Any]]:
             "unknown",
             "empty_answer",
             "veriscore",
+            "domain",
             "K",
         ]
     ]
     if tables.get("error"):
         return out
-    k = tables["veriscore"]["K"]
     for support, score in zip(
         tables["support_precision"]["per_response"],
         tables["veriscore"]["per_response"],
@@ -523,7 +532,8 @@ def _support_rows(tables: dict[str, Any]) -> list[list[Any]]:
                 support["unknown"],
                 support["empty_answer"],
                 score["score"],
-                k,
+                score["domain"] or "",
+                score["K"],
             ]
         )
     return out
@@ -554,7 +564,8 @@ def study_reliability_csv(request: HttpRequest, slug: str) -> HttpResponse:
         rows = builders[table](data)
     else:
         metrics = data.get("claim_metrics") or {}
-        tables = claim_tables(_filtered(list(metrics.get("rows") or []), filters))
+        rows = list(metrics.get("rows") or [])
+        tables = claim_tables(_filtered(rows, filters), cohort=_cohort(metrics, rows))
         rows = _verdict_rows(tables) if table == "claim_verdicts" else _support_rows(tables)
     stamp = [
         f"# codebook {report.codebook_name} {report.codebook_version}",

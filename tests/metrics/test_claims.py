@@ -34,7 +34,9 @@ from metrics.claims import (
     support_by_position,
     support_precision,
     veriscore,
+    veriscore_cohort,
 )
+from metrics.report_build import claim_tables
 
 # --- seed 003's fixture ---------------------------------------------------------------------
 
@@ -331,6 +333,7 @@ def test_veriscore_of_no_responses_has_no_reference_and_no_mean():
     assert result == {
         "K": None,
         "K_source": "cohort_median",
+        "K_by_domain": {},
         "responses": 0,
         "per_response": [],
         "mean": None,
@@ -794,3 +797,48 @@ def test_claim_level_rates_stay_in_range_and_add_up(rows, bins):
         if claim["kind"] == "verifiable" and claim.get("position") is not None
     )
     assert sum(entry["denominator"] for entry in positions) == placed
+
+
+# --- VeriScore's K: per domain, from the whole cohort, never from a report's filter -----------
+
+
+def _cohort() -> list[dict[str, Any]]:
+    # Domain "health": service alpha answers with 14 (11 supported), 13 and 12 claims,
+    # service beta with 3, 5, 7 and 7. Median of all seven: 7. Of alpha's alone: 13.
+    alpha = [
+        answer(supported=11, unsupported=3, service="alpha", domain="health"),
+        answer(supported=13, service="alpha", domain="health"),
+        answer(supported=12, service="alpha", domain="health"),
+    ]
+    beta = [answer(supported=n, service="beta", domain="health") for n in (3, 5, 7, 7)]
+    other = [answer(supported=2, service="alpha", domain="travel")]
+    return alpha + beta + other
+
+
+def test_veriscore_cohort_k_is_the_median_claim_count_per_domain():
+    cohort = veriscore_cohort(_cohort())
+    assert cohort == {"health": {"K": 7.0, "answers": 7}, "travel": {"K": 2.0, "answers": 1}}
+
+
+def test_filtering_a_report_to_one_service_never_moves_k():
+    rows = _cohort()
+    cohort = veriscore_cohort(rows)
+    alpha_only = [row for row in rows if row["service"] == "alpha"]
+
+    moved = veriscore([r for r in alpha_only if r["domain"] == "health"])
+    assert moved["K"] == 13.0  # what recomputing K from the filter would do
+
+    tables = claim_tables(alpha_only, cohort=cohort)
+    result = tables["veriscore"]
+    assert result["K_source"] == "cohort_by_domain"
+    assert result["K_by_domain"] == {"health": 7.0, "travel": 2.0}
+    first = result["per_response"][0]
+    assert (first["K"], first["C"], first["s"]) == (7.0, 14, 11)
+    assert first["recall"] == 1.0
+    assert first["score"] == pytest.approx(0.88)
+
+
+def test_a_cohort_with_k_and_a_given_k_are_not_both_allowed():
+    with pytest.raises(ClaimsInputError) as refused:
+        veriscore([answer(supported=1)], K=3, cohort={"": {"K": 2.0}})
+    assert refused.value.field == "K"
