@@ -44,6 +44,7 @@ from metrics.reliability import _cluster_index, _interval, _multinomial, encode
 
 __all__ = [
     "LENGTH_MISMATCH",
+    "NO_INCLUSION_PROBABILITIES",
     "NO_VALUES",
     "ClassScores",
     "Estimate",
@@ -55,6 +56,7 @@ __all__ = [
     "hajek_bootstrap",
     "judge_scores",
     "percentile_interval",
+    "rate_estimates",
 ]
 
 #: Two sequences that must run over the same units differ in length.
@@ -482,3 +484,63 @@ def judge_scores(
         seed=seed,
         confidence=float(confidence),
     )
+
+
+# --- a rate for a report: weighted beside unweighted, or honestly not a prevalence ----------
+
+#: Reason a rate carries no weighted estimate: some unit has no inclusion probability.
+NO_INCLUSION_PROBABILITIES = "no_inclusion_probabilities"
+
+
+def rate_estimates(
+    values: Sequence[float | bool | None],
+    inclusion_probabilities: Sequence[float | None],
+    clusters: Sequence[Hashable] | None,
+    seed: int,
+    n_boot: int = 1000,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """A rate (the mean of 0/1 values; ``None`` excluded and counted) as a report shows it.
+
+    With an inclusion probability for **every** unit: the Hájek estimate beside the
+    unweighted share, each with its bootstrap interval over ``clusters`` (the sampling unit:
+    the answer for claim metrics, the query for protocol metrics). Without one for some
+    unit: the unweighted share of the labelled sample only, ``prevalence`` False and
+    ``weighted_reason`` :data:`NO_INCLUSION_PROBABILITIES` — it is not a prevalence.
+
+    Returns a JSON value ``{"n", "excluded", "numerator", "prevalence", "unweighted":
+    {value, low, high}, "weighted": {value, low, high} | None, "weighted_reason",
+    "missing_probabilities", "clusters"}``.
+    """
+    values = _listed(values, "values", "a sequence of numbers or None")
+    probabilities = _listed(
+        inclusion_probabilities, "inclusion_probabilities", "a sequence of probabilities or None"
+    )
+    _check_lengths(len(values), probabilities, "inclusion_probabilities", "values")
+    missing = sum(1 for p in probabilities if p is None)
+    weighted = missing == 0 and len(values) > 0
+    used = probabilities if weighted else [1.0] * len(values)
+    result = hajek_bootstrap(values, used, clusters, seed, n_boot, confidence=confidence)
+    numerator = sum(1 for v in values if v is not None and float(v) == 1.0)
+    return {
+        "n": result.n,
+        "excluded": result.excluded,
+        "numerator": numerator,
+        "prevalence": weighted,
+        "unweighted": {
+            "value": result.unweighted,
+            "low": result.unweighted_low,
+            "high": result.unweighted_high,
+        },
+        "weighted": {
+            "value": result.weighted,
+            "low": result.weighted_low,
+            "high": result.weighted_high,
+        }
+        if weighted
+        else None,
+        "weighted_reason": None if weighted else NO_INCLUSION_PROBABILITIES,
+        "missing_probabilities": missing,
+        "clusters": result.clusters,
+    }

@@ -16,48 +16,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotator.access import study_get_for_researcher
 from audit.archive.models import Study
 from audit.ledger.downloads import csv_response
+from metrics.display import SMALL_N, estimate_view, value_text
 from metrics.forms import PredictionFileForm
 from metrics.models import PredictionSet
 from metrics.predictions import prediction_fields
 from metrics.selectors import prediction_set_get, prediction_sets_of
 from metrics.services import prediction_set_score, predictions_import
-
-#: Below this many units in a denominator the counts are shown before the rate (seed 003:
-#: with small samples show the counts, not the rate alone).
-SMALL_N = 30
-
-
-def value_text(value: Any) -> str:
-    """A predicted or gold value as people read it: U for null, JSON words for booleans."""
-    if value is None:
-        return "U"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    return str(value)
-
-
-def _number(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
-def estimate_view(estimate: dict[str, Any] | None) -> dict[str, Any] | None:
-    """An estimate's display parts: the value, its interval and its counts; ``small`` when
-    the denominator is under :data:`SMALL_N` (the page then leads with the counts)."""
-    if estimate is None:
-        return None
-    low, high = estimate.get("low"), estimate.get("high")
-    numerator, denominator = estimate.get("numerator"), estimate.get("denominator")
-    interval = "" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
-    counts = "" if denominator is None else f"{numerator}/{denominator}"
-    return {
-        "value": _number(estimate.get("value")),
-        "interval": interval,
-        "counts": counts,
-        "small": denominator is not None and denominator < SMALL_N,
-        "undefined": estimate.get("value") is None,
-    }
 
 
 def _scores_view(prediction_set: PredictionSet) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from metrics import claims as claim_metrics
 from metrics import reliability
+from metrics.estimates import rate_estimates
 from metrics.matrices import (
     CLAIM_ITEMS,
     Heads,
@@ -57,6 +58,8 @@ class ReportInputs:
     claim_rows: tuple[dict[str, Any], ...] = ()
     awaiting_final: int = 0
     failed_attempts: int = 0
+    #: (final R_O, inclusion probability, answer) of each tuple unit with a final record.
+    outcomes: tuple[tuple[Any, float | None, int], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -222,6 +225,7 @@ def report_build(
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
         "versions": versions,
     }
+    report["estimates"] = estimates_build(inputs, n_boot=n_boot, seed=seed)
     if is_answer:
         report["claim_metrics"] = {
             "veriscore_cohort": claim_cohort(inputs.claim_rows),
@@ -230,6 +234,46 @@ def report_build(
             "failed_attempts": inputs.failed_attempts,
         }
     return report
+
+
+def estimates_build(inputs: ReportInputs, *, n_boot: int, seed: int = 0) -> dict[str, Any]:
+    """The rates a paper prints, from the final records, each weighted (Hájek) beside
+    unweighted where every unit has an inclusion probability, with bootstrap intervals over
+    the sampling unit (the answer). ``source-risk``: the share of R_O = 1 among decided
+    tuples (U excluded and counted). ``answer-claims``: each verdict's true share among
+    assessed answers (null excluded and counted)."""
+    rates: list[dict[str, Any]] = []
+    if inputs.codebook.unit == "tuple":
+        values = [value for value, _, _ in inputs.outcomes]
+        probabilities = [probability for _, probability, _ in inputs.outcomes]
+        answers = [answer for _, _, answer in inputs.outcomes]
+        rates.append(
+            {
+                "key": "R_O",
+                "label": "R_O = 1 (material relationship omitted)",
+                "unit": "tuple",
+                **rate_estimates(values, probabilities, answers, seed, n_boot),
+            }
+        )
+    else:
+        assessed = [
+            row
+            for row in inputs.claim_rows
+            if row.get("status") == "complete" and row.get("record")
+        ]
+        probabilities = [row.get("inclusion_probability") for row in assessed]
+        for key in claim_metrics.VERDICTS:
+            rates.append(
+                {
+                    "key": key,
+                    "label": f"{key} = true",
+                    "unit": "answer",
+                    **rate_estimates(
+                        [row.get(key) for row in assessed], probabilities, None, seed, n_boot
+                    ),
+                }
+            )
+    return {"sampling_unit": "answer", "rates": rates}
 
 
 def claim_cohort(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:

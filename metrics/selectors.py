@@ -57,7 +57,7 @@ from metrics.matrices import (
     labels_digest_of,
 )
 from metrics.models import Prediction, PredictionSet, ReportStatus, StudyReport
-from metrics.predictions import GoldUnit, final_value
+from metrics.predictions import ENDPOINT, GoldUnit, final_value
 from metrics.report_build import CodebookInfo, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
@@ -181,9 +181,9 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     codebook = study.codebook
     is_tuple = codebook.unit == CodebookUnit.TUPLE
     sealed = sealed_partitions(study)
-    columns = ["id", "partition", "observation__query__domain"]
-    if not is_tuple:
-        columns += ["state", "observation_id"]
+    columns = ["id", "partition", "observation__query__domain", "state", "observation_id"]
+    if is_tuple:
+        columns.append("tuple__inclusion_probability")
     ids: list[int] = []
     domains: list[str | None] = []
     present: set[str] = set()
@@ -192,10 +192,7 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         for column, values in ((ids, 0), (domains, 2)):
             column.extend(row[values] for row in chunk)
         present.update(row[1] or UNASSIGNED for row in chunk)
-        if not is_tuple:
-            units.update(
-                (row[0], (row[1] or UNASSIGNED, row[2] or "", row[3], row[4])) for row in chunk
-            )
+        units.update((row[0], (row[1] or UNASSIGNED, row[2] or "", *row[3:])) for row in chunk)
     items = _items(study)
     if is_tuple:
         values = {
@@ -226,9 +223,11 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         )
     }
     inputs: dict[str, Any] = {}
+    open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
     if not is_tuple:
-        open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
         inputs = _claim_rows(study, units, open_units)
+    else:
+        inputs = {"outcomes": _final_outcomes(study, units, open_units)}
     return ReportInputs(
         study=study.slug,
         codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),
@@ -265,6 +264,39 @@ def _final_annotations(study: Study, states: dict[int, str]) -> dict[int, tuple[
     return {unit_id: (row[2], row[3]) for unit_id, row in finals.items()}
 
 
+def _final_outcomes(
+    study: Study, units: dict[int, tuple], open_units: set[int]
+) -> tuple[tuple[Any, float | None, int], ...]:
+    """(final R_O, inclusion probability, answer) of every open tuple unit with a final
+    record, in unit order: what the weighted outcome estimates need (one query)."""
+    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()})
+    out = []
+    for pk in sorted(open_units):
+        final = finals.get(pk)
+        if final is None:
+            continue
+        _, _, _, observation, probability = units[pk]
+        out.append((final_value(final[1] or {}, ENDPOINT), probability, observation))
+    return tuple(out)
+
+
+def _answer_probabilities(study: Study) -> dict[int, float | None]:
+    """Each answer's inclusion probability: the one its tuples share (``None`` when a tuple
+    has none, when they differ, or when the answer has no tuple)."""
+    seen: dict[int, set[float | None]] = {}
+    rows = (
+        Tuple.objects.filter(study=study)
+        .order_by()
+        .values_list("observation_id", "inclusion_probability")
+    )
+    for observation, probability in rows:
+        seen.setdefault(observation, set()).add(probability)
+    return {
+        observation: next(iter(values)) if len(values) == 1 else None
+        for observation, values in seen.items()
+    }
+
+
 def _claim_of(claim: dict, urls: dict[str, str], answer_length: int) -> dict[str, Any]:
     span = claim.get("span") or {}
     quote_span = claim.get("quote_span") or {}
@@ -290,6 +322,7 @@ def _claim_of(claim: dict, urls: dict[str, str], answer_length: int) -> dict[str
 def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> dict[str, Any]:
     states = {pk: unit[2] for pk, unit in units.items()}
     unit_of_observation = {unit[3]: pk for pk, unit in units.items()}
+    probabilities = _answer_probabilities(study)
     finals = _final_annotations(study, states)
     urls = dict(
         Tuple.objects.filter(study=study).values_list("source__digest", "source__canonical_url")
@@ -321,6 +354,7 @@ def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> 
             for key in ("question_id", "question_version", "question_type", "service", "mode")
         }
         identity["domain"] = obs["domain"] or None
+        identity["inclusion_probability"] = probabilities.get(obs["id"])
         identity["model"] = obs["model"] or None
         if obs["status"] == AnswerStatus.FAILED:
             failed += 1

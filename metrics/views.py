@@ -30,6 +30,7 @@ from audit.partitions.selectors import PARTITION_LABELS
 from audit.queueing import STUDY_REPORT_REFRESH, queue_job
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
+from metrics.display import rate_view
 from metrics.models import StudyReport
 from metrics.reliability import (
     REASON_NO_PAIRABLE_VALUES,
@@ -291,6 +292,7 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
         "query": request.GET.urlencode(),
         "verdict_names": CLAIM_VERDICTS,
         "verdict_rows": _verdict_table(claim_view) if claim_view else [],
+        "estimates": [rate_view(rate) for rate in (data.get("estimates") or {}).get("rates") or []],
         **_status_context(study, current),
         **_stamp(study, report),
     }

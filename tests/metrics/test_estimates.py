@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 from metrics import reliability as rel
 from metrics.estimates import (
     LENGTH_MISMATCH,
+    NO_INCLUSION_PROBABILITIES,
     NO_VALUES,
     EstimateInputError,
     cluster_bootstrap_totals,
     hajek,
     hajek_bootstrap,
     judge_scores,
+    rate_estimates,
 )
 
 # --- Hájek ----------------------------------------------------------------------------------
@@ -317,3 +319,62 @@ def test_judge_scores_point_values_match_their_definitions(pairs):
     if gold_pass:
         blocked = sum(1 for p in gold_pass if p != "pass") / len(gold_pass)
         assert scores.false_block.value == pytest.approx(blocked)
+
+
+# --- a report's rate ------------------------------------------------------------------------
+
+
+def test_a_rate_with_inclusion_probabilities_is_a_prevalence_weighted_beside_unweighted():
+    result = rate_estimates([1, 0, 0, 0], [0.25, 0.25, 0.5, 0.5], ["a", "a", "b", "c"], seed=3)
+    assert result["prevalence"] is True
+    assert result["weighted"]["value"] == pytest.approx(1 / 3)
+    assert result["unweighted"]["value"] == pytest.approx(0.25)
+    assert (result["n"], result["numerator"], result["clusters"]) == (4, 1, 3)
+    low, high = result["weighted"]["low"], result["weighted"]["high"]
+    assert 0.0 <= low <= 1 / 3 <= high <= 1.0
+
+
+def test_a_rate_without_every_inclusion_probability_is_not_a_prevalence():
+    result = rate_estimates([1, 0, None, 1], [0.5, None, 0.5, 0.5], None, seed=3, n_boot=200)
+    assert result["prevalence"] is False
+    assert result["weighted"] is None
+    assert result["weighted_reason"] == NO_INCLUSION_PROBABILITIES
+    assert result["missing_probabilities"] == 1
+    assert (result["n"], result["excluded"], result["numerator"]) == (3, 1, 2)
+    assert result["unweighted"]["value"] == pytest.approx(2 / 3)
+    assert result["unweighted"]["low"] <= result["unweighted"]["high"]
+
+
+def test_a_rate_of_nothing_is_undefined():
+    result = rate_estimates([], [], None, seed=0, n_boot=10)
+    assert result["prevalence"] is False
+    assert result["unweighted"]["value"] is None
+
+
+def test_a_hand_made_two_by_two_with_u_and_its_clustered_interval():
+    # Gate values pass/fail plus U. Domain "a": three units where the judge agrees with
+    # gold (pass/pass, fail/fail, U/U); domain "b": three where it does not (pass/fail,
+    # fail/pass, fail/U).
+    # Confusion (rows gold, columns judge):
+    #          fail pass  U
+    #   fail     1    1   1
+    #   pass     1    1   0
+    #   U        0    0   1
+    # Accuracy 3/6; gold totals 3, 2, 1 and judge totals 2, 2, 2 give p_e = 12/36 = 1/3 and
+    # kappa = (1/2 - 1/3)/(2/3) = 1/4. With positive "pass": alpha = gold fail passed = 1/3,
+    # beta = gold pass blocked = 1/2.
+    gold = ["pass", "fail", None, "pass", "fail", "fail"]
+    judge = ["pass", "fail", None, "fail", "pass", None]
+    domains = ["a", "a", "a", "b", "b", "b"]
+    scores = judge_scores(judge, gold, domains, seed=7, n_boot=1000, positive="pass")
+    assert scores.confusion == ((1, 1, 1), (1, 1, 0), (0, 0, 1))
+    assert scores.kappa.value == pytest.approx(1 / 4)
+    assert (scores.accepted_error.numerator, scores.accepted_error.denominator) == (1, 3)
+    assert (scores.false_block.numerator, scores.false_block.denominator) == (1, 2)
+    # Two domains drawn with replacement: (a, a) gives accuracy 1, (b, b) 0 and a mixed draw
+    # 1/2, each pair with probability 1/4, 1/4, 1/2. With 1000 draws both ends occur far more
+    # than 2.5% of the time, so the 95% interval is [0, 1]: domains move together.
+    assert (scores.accuracy.low, scores.accuracy.high) == (0.0, 1.0)
+    # The same units drawn one by one (no clustering) give a narrower interval.
+    units = judge_scores(judge, gold, None, seed=7, n_boot=1000, positive="pass")
+    assert units.accuracy.high - units.accuracy.low < 1.0

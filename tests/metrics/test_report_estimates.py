@@ -1,0 +1,75 @@
+"""The report's rates on the final labels: weighted (Hájek) beside unweighted where every
+tuple carries an inclusion probability, never labelled a prevalence where one lacks it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.test import Client
+
+from annotator.adjudication.jobs import label_submitted
+from annotator.labelling.selectors import unit_content
+from annotator.labelling.services import assignment_next, label_submit
+from audit.archive.models import Tuple
+from metrics.estimates import hajek
+from metrics.services import report_compute
+from tests.annotation.annotations import answer_claims
+from tests.annotation.conftest import add_people, make_study
+from tests.metrics.predictions_setup import GOLD_R_O, gold_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _few_resamples(settings):
+    settings.RELIABILITY_BOOTSTRAP = 200
+
+
+def test_r_o_is_weighted_by_inverse_inclusion_probability_beside_the_sample_share():
+    gold = gold_study("est", units=9, freeze=False)
+    report = report_compute(study=gold.study).report
+    (rate,) = report["estimates"]["rates"]
+    assert rate["key"] == "R_O"
+    probabilities = dict(
+        Tuple.objects.filter(unit__in=gold.labelled).values_list(
+            "unit__id", "inclusion_probability"
+        )
+    )
+    values = [GOLD_R_O[i % 3] for i in range(9)]
+    expected = hajek(values, [probabilities[unit.pk] for unit in gold.labelled])
+    assert rate["prevalence"] is True
+    assert (rate["n"], rate["excluded"], rate["numerator"]) == (6, 3, 3)
+    assert rate["weighted"]["value"] == pytest.approx(expected.weighted)
+    assert rate["unweighted"]["value"] == pytest.approx(0.5)
+    assert rate["weighted"]["low"] <= rate["weighted"]["value"] <= rate["weighted"]["high"]
+    client = Client()
+    client.force_login(gold.people["res"])
+    html = client.get(f"/studies/{gold.study.slug}/reliability/").content.decode()
+    assert "Prevalence (Hájek, weighted)" in html
+    assert '<strong class="counts">3/6</strong> = 0.500' in html
+
+
+def test_answers_without_inclusion_probabilities_get_no_prevalence():
+    study = make_study("estc", "answer-claims-1.0.0", "answer-claims.jsonl")
+    people = add_people(study)
+    for who in ("ann_a", "ann_b"):
+        assignment = assignment_next(study=study, annotator=people[who])
+        label = label_submit(
+            assignment=assignment,
+            annotation=answer_claims(unit_content(unit=assignment.unit)),
+            client_submission_id=uuid.uuid4(),
+            parent_digest=None,
+        ).label
+        label_submitted.run(label.pk)
+    report = report_compute(study=study).report
+    rates = {rate["key"]: rate for rate in report["estimates"]["rates"]}
+    assert set(rates) == {"cited", "supported", "accurate", "timely", "relevant", "complete"}
+    for rate in rates.values():
+        assert rate["prevalence"] is False
+        assert rate["weighted"] is None
+        assert rate["weighted_reason"] == "no_inclusion_probabilities"
+    client = Client()
+    client.force_login(people["res"])
+    html = client.get(f"/studies/{study.slug}/reliability/").content.decode()
+    assert "not a prevalence" in html
