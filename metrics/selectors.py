@@ -510,3 +510,27 @@ def prediction_sets_of(*, study: Study) -> list[PredictionSet]:
 
 def prediction_set_get(*, study: Study, pk: int) -> PredictionSet | None:
     return PredictionSet.objects.filter(study=study, pk=pk).first()
+
+
+def prediction_sets_for_release(*, study: Study) -> list[dict[str, Any]]:
+    """The study's prediction sets with their scores, oldest first (one query): what a
+    release's ``predictions.json`` holds. Scores only: predicted values are not labels and
+    never enter a release's label tables."""
+    return list(
+        PredictionSet.objects.filter(study=study)
+        .order_by("id")
+        .values(
+            "id",
+            "kind",
+            "name",
+            "version",
+            "field",
+            "positive",
+            "file_name",
+            "file_sha256",
+            "predictions",
+            "gold_digest",
+            "scored_at",
+            "scores",
+        )
+    )
