@@ -55,8 +55,11 @@ __all__ = [
     "hajek",
     "hajek_bootstrap",
     "judge_scores",
+    "mean_interval",
     "percentile_interval",
+    "proportion_interval",
     "rate_estimates",
+    "ratio_interval",
 ]
 
 #: Two sequences that must run over the same units differ in length.
@@ -544,3 +547,64 @@ def rate_estimates(
         "missing_probabilities": missing,
         "clusters": result.clusters,
     }
+
+
+# --- intervals of the report tables -----------------------------------------------------------
+
+
+def proportion_interval(
+    numerator: int, denominator: int, *, n_boot: int, seed: int, confidence: float = 0.95
+) -> tuple[float | None, float | None]:
+    """The unit-bootstrap percentile interval of a proportion ``numerator/denominator``
+    where each unit is its own sampling unit (an answer, for answer-level verdicts).
+
+    Resampling ``denominator`` units with replacement draws Binomial(denominator, p) ones,
+    p = numerator/denominator, so the resampled proportions are drawn from that binomial
+    directly: the same distribution as copying units, at no cost per unit. ``(None, None)``
+    for a zero denominator or ``n_boot`` 0."""
+    _check_bootstrap(n_boot, confidence, seed)
+    if type(numerator) is not int or type(denominator) is not int:
+        raise _invalid("numerator", "integer counts", (numerator, denominator))
+    if not 0 <= numerator <= denominator:
+        raise _invalid("numerator", f"a count in [0, {denominator}]", numerator)
+    if denominator == 0 or n_boot == 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    draws = rng.binomial(denominator, numerator / denominator, size=n_boot) / denominator
+    return percentile_interval(draws, confidence)
+
+
+def mean_interval(
+    values: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """The bootstrap percentile interval of the mean of ``values`` (e.g. per-answer scores),
+    drawing ``clusters`` (``None``: each value its own) with replacement."""
+    columns = np.column_stack([np.asarray(values, dtype=np.float64), np.ones(len(values))])
+    totals = cluster_bootstrap_totals(
+        columns.reshape(len(values), 2), clusters, n_boot=n_boot, seed=seed
+    )
+    return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)
+
+
+def ratio_interval(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """The bootstrap percentile interval of Σnumerators / Σdenominators (a pooled rate,
+    e.g. supported claims over verifiable claims), drawing units (answers) or ``clusters``
+    with replacement, each with all of its numerator and denominator."""
+    columns = np.column_stack(
+        [np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)]
+    ).reshape(len(numerators), 2)
+    totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
+    return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)

@@ -17,7 +17,12 @@ import numpy as np
 
 from metrics import claims as claim_metrics
 from metrics import reliability
-from metrics.estimates import rate_estimates
+from metrics.estimates import (
+    mean_interval,
+    proportion_interval,
+    rate_estimates,
+    ratio_interval,
+)
 from metrics.matrices import (
     CLAIM_ITEMS,
     Heads,
@@ -286,14 +291,18 @@ def claim_cohort(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def claim_tables(
-    rows: Sequence[dict[str, Any]], *, cohort: dict[str, dict[str, Any]] | None = None
+    rows: Sequence[dict[str, Any]],
+    *,
+    cohort: dict[str, dict[str, Any]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The claim-metric tables of (filtered) claim rows: metrics.claims, labelled.
 
     ``cohort`` (:func:`claim_cohort` of the report's unfiltered rows) fixes VeriScore's K per
     domain, so that a filter never changes it; without it K is the median of ``rows``."""
     try:
-        return {
+        tables = {
             "evaluate": claim_metrics.evaluate(rows),
             "grouped": claim_metrics.grouped(rows),
             "support_precision": claim_metrics.support_precision(rows),
@@ -304,3 +313,39 @@ def claim_tables(
         }
     except claim_metrics.ClaimsInputError as exc:
         return {"error": f"{exc.code}: {exc}"}
+    _intervals(tables, n_boot=n_boot, seed=seed)
+    return tables
+
+
+def _intervals(tables: dict[str, Any], *, n_boot: int, seed: int) -> None:
+    """Add ``low``/``high`` (95% bootstrap over answers, the sampling unit) to every rate of
+    the claim tables, in place: each verdict rate of every group, pooled support precision,
+    the mean support precision per response and the mean VeriScore."""
+    for entry in [tables["evaluate"], *tables["grouped"]]:
+        for name in claim_metrics.VERDICTS:
+            counts = entry[name]
+            counts["low"], counts["high"] = proportion_interval(
+                counts["numerator"], counts["denominator"], n_boot=n_boot, seed=seed
+            )
+    support = tables["support_precision"]
+    per_response = support["per_response"]
+    pooled = support["pooled"]
+    pooled["low"], pooled["high"] = (None, None)
+    if per_response and pooled["denominator"]:
+        pooled["low"], pooled["high"] = ratio_interval(
+            [r["numerator"] for r in per_response],
+            [r["denominator"] for r in per_response],
+            n_boot=n_boot,
+            seed=seed,
+        )
+    rates = [r["rate"] for r in per_response if r["rate"] is not None]
+    support["mean_low"], support["mean_high"] = (
+        mean_interval(rates, n_boot=n_boot, seed=seed) if rates else (None, None)
+    )
+    support["mean_n"] = len(rates)
+    score = tables["veriscore"]
+    scores = [r["score"] for r in score["per_response"]]
+    defined = bool(scores) and all(v is not None for v in scores)
+    score["mean_low"], score["mean_high"] = (
+        mean_interval(scores, n_boot=n_boot, seed=seed) if defined else (None, None)
+    )

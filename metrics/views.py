@@ -222,6 +222,11 @@ def _verdict_table(tables: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _resamples(data: dict[str, Any]) -> int:
+    """The report's bootstrap size, for the intervals the page adds to the claim tables."""
+    return int((data.get("bootstrap") or {}).get("n_boot") or 1000)
+
+
 def _cohort(metrics: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """VeriScore's K per domain as the report froze it (a report stored before it kept one:
     from all of its rows), never from the filtered rows."""
@@ -268,7 +273,7 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
         chosen = _filtered(rows, filters)
         cohort = _cohort(metrics, rows)
         claim_view = {
-            **claim_tables(chosen, cohort=cohort),
+            **claim_tables(chosen, cohort=cohort, n_boot=_resamples(data)),
             "cohort": cohort,
             "options": _options(rows),
             "filters": filters,
@@ -466,6 +471,8 @@ def _verdict_rows(tables: dict[str, Any]) -> list[list[Any]]:
             "numerator",
             "denominator",
             "rate",
+            "low",
+            "high",
             "unknown",
         ]
     ]
@@ -488,6 +495,8 @@ def _verdict_rows(tables: dict[str, Any]) -> list[list[Any]]:
                     counts["numerator"],
                     counts["denominator"],
                     counts["rate"],
+                    counts.get("low"),
+                    counts.get("high"),
                     counts["unknown"],
                 ]
             )
@@ -567,7 +576,9 @@ def study_reliability_csv(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         metrics = data.get("claim_metrics") or {}
         rows = list(metrics.get("rows") or [])
-        tables = claim_tables(_filtered(rows, filters), cohort=_cohort(metrics, rows))
+        tables = claim_tables(
+            _filtered(rows, filters), cohort=_cohort(metrics, rows), n_boot=_resamples(data)
+        )
         rows = _verdict_rows(tables) if table == "claim_verdicts" else _support_rows(tables)
     stamp = [
         f"# codebook {report.codebook_name} {report.codebook_version}",

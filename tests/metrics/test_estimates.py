@@ -23,7 +23,10 @@ from metrics.estimates import (
     hajek,
     hajek_bootstrap,
     judge_scores,
+    mean_interval,
+    proportion_interval,
     rate_estimates,
+    ratio_interval,
 )
 
 # --- Hájek ----------------------------------------------------------------------------------
@@ -378,3 +381,24 @@ def test_a_hand_made_two_by_two_with_u_and_its_clustered_interval():
     # The same units drawn one by one (no clustering) give a narrower interval.
     units = judge_scores(judge, gold, None, seed=7, n_boot=1000, positive="pass")
     assert units.accuracy.high - units.accuracy.low < 1.0
+
+
+def test_proportion_interval_is_the_unit_bootstrap_of_a_share():
+    low, high = proportion_interval(30, 100, n_boot=2000, seed=5)
+    # The normal approximation gives 0.3 ± 1.96·sqrt(0.3·0.7/100) = [0.210, 0.390].
+    assert low == pytest.approx(0.21, abs=0.02)
+    assert high == pytest.approx(0.39, abs=0.02)
+    assert proportion_interval(0, 0, n_boot=100, seed=5) == (None, None)
+    assert proportion_interval(4, 4, n_boot=100, seed=5) == (1.0, 1.0)
+    with pytest.raises(EstimateInputError):
+        proportion_interval(5, 4, n_boot=100, seed=5)
+
+
+def test_pooled_ratio_interval_draws_answers_with_all_their_claims():
+    # Two answers: 9 of 9 claims supported, 0 of 1. Pooled 9/10; a resample draws the
+    # answers whole, so the pooled rate is 1 (both the first), 0.9 (one each) or 0 (both
+    # the second): never a value in between.
+    low, high = ratio_interval([9, 0], [9, 1], n_boot=1000, seed=2)
+    assert (low, high) == (0.0, 1.0)
+    low, high = mean_interval([0.5, 0.5, 0.5], n_boot=100, seed=2)
+    assert (low, high) == (0.5, 0.5)

@@ -71,5 +71,18 @@ def test_answers_without_inclusion_probabilities_get_no_prevalence():
         assert rate["weighted_reason"] == "no_inclusion_probabilities"
     client = Client()
     client.force_login(people["res"])
-    html = client.get(f"/studies/{study.slug}/reliability/").content.decode()
+    response = client.get(f"/studies/{study.slug}/reliability/")
+    html = response.content.decode()
     assert "not a prevalence" in html
+    # Every verdict rate of the page carries its interval beside its counts.
+    claims = response.context["claims"]
+    for entry in [claims["evaluate"], *claims["grouped"]]:
+        for name in ("cited", "supported", "accurate", "timely", "relevant", "complete"):
+            cell = entry[name]
+            if cell["denominator"]:
+                assert cell["low"] <= cell["rate"] <= cell["high"]
+            else:
+                assert (cell["low"], cell["high"]) == (None, None)
+    csv = client.get(f"/studies/{study.slug}/reliability/csv/?table=claim_verdicts")
+    header = csv.content.decode().splitlines()[1]
+    assert "rate,low,high,unknown" in header
