@@ -574,6 +574,22 @@ def proportion_interval(
     return percentile_interval(draws, confidence)
 
 
+def _unit_bootstrap_totals(columns: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray:
+    """Column totals of ``n_boot`` unit-bootstrap resamples, drawn over the *distinct* rows.
+
+    Drawing n units with replacement draws each distinct row a Multinomial(n, c_j/n) number
+    of times (c_j: its count), so the totals have exactly the distribution of copying units,
+    at a cost in the number of distinct rows, not of units (per-answer counts and scores take
+    few distinct values even for 10^5 answers)."""
+    n = columns.shape[0]
+    if n == 0 or n_boot == 0:
+        return np.empty((0, columns.shape[1]))
+    distinct, counts = np.unique(columns, axis=0, return_counts=True)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, counts / n, size=n_boot)
+    return draws @ distinct
+
+
 def mean_interval(
     values: Sequence[float],
     clusters: Sequence[Hashable] | None = None,
@@ -585,9 +601,12 @@ def mean_interval(
     """The bootstrap percentile interval of the mean of ``values`` (e.g. per-answer scores),
     drawing ``clusters`` (``None``: each value its own) with replacement."""
     columns = np.column_stack([np.asarray(values, dtype=np.float64), np.ones(len(values))])
-    totals = cluster_bootstrap_totals(
-        columns.reshape(len(values), 2), clusters, n_boot=n_boot, seed=seed
-    )
+    columns = columns.reshape(len(values), 2)
+    if clusters is None:
+        _check_bootstrap(n_boot, confidence, seed)
+        totals = _unit_bootstrap_totals(columns, n_boot=n_boot, seed=seed)
+    else:
+        totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
     return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)
 
 
@@ -606,5 +625,9 @@ def ratio_interval(
     columns = np.column_stack(
         [np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)]
     ).reshape(len(numerators), 2)
-    totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
+    if clusters is None:
+        _check_bootstrap(n_boot, confidence, seed)
+        totals = _unit_bootstrap_totals(columns, n_boot=n_boot, seed=seed)
+    else:
+        totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
     return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)

@@ -402,3 +402,15 @@ def test_pooled_ratio_interval_draws_answers_with_all_their_claims():
     assert (low, high) == (0.0, 1.0)
     low, high = mean_interval([0.5, 0.5, 0.5], n_boot=100, seed=2)
     assert (low, high) == (0.5, 0.5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=40), st.integers(0, 2**16))
+def test_the_unit_bootstrap_over_distinct_values_matches_copying_units(values, seed):
+    # Drawing distinct values by multinomial counts and drawing units one by one are the
+    # same distribution: with many resamples their intervals agree closely.
+    fast = mean_interval(values, n_boot=4000, seed=seed)
+    slow = mean_interval(values, list(range(len(values))), n_boot=4000, seed=seed)
+    spread = max(values) - min(values)
+    assert fast[0] == pytest.approx(slow[0], abs=0.15 * spread + 1e-9)
+    assert fast[1] == pytest.approx(slow[1], abs=0.15 * spread + 1e-9)
