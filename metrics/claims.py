@@ -612,10 +612,11 @@ def veriscore(
     ``cohort`` (from :func:`veriscore_cohort` over the whole cohort) gives each answer the K
     of its domain instead: the reports pass it so that their filters never change K.
     ``K_source`` is then ``"cohort_by_domain"``, ``K`` the one K if every answer shares it
-    (else ``None``) and ``K_by_domain`` the K of each domain scored.
+    (else ``None``) and ``K_by_domain`` the K of each domain scored; an answer of a domain
+    without K has no score and ``mean`` is over the ``scored`` answers.
 
     Returns ``{"K", "K_source" ("cohort_median" | "given" | "cohort_by_domain"),
-    "K_by_domain", "responses", "per_response", "mean"}``; each per-response entry has the
+    "K_by_domain", "responses", "scored", "per_response", "mean"}``; each per-response entry has the
     answer's identity, its ``domain`` and ``K``, ``C``, ``s``, ``unknown``,
     ``not_truth_apt``, ``precision``, ``recall`` and ``score``. Computed in exact fractions;
     floats only in the result.
@@ -669,8 +670,14 @@ def veriscore(
             }
         )
     mean = None
-    if scores and all(score is not None for score in scores):
-        mean = float(sum(scores, Fraction(0)) / len(scores))  # type: ignore[arg-type]
+    defined = [score for score in scores if score is not None]
+    if cohort is not None:
+        # Per-domain K: an answer of a domain without a K (no assessed answer there yet)
+        # has no score; the mean is over the scored answers and the rest are counted.
+        if defined:
+            mean = float(sum(defined, Fraction(0)) / len(defined))
+    elif scores and len(defined) == len(scores):
+        mean = float(sum(defined, Fraction(0)) / len(defined))
     distinct = set(references)
     if cohort is None and K is None and not responses:
         k_value = None
@@ -687,6 +694,7 @@ def veriscore(
         "K_source": source,
         "K_by_domain": dict(sorted(by_domain.items())),
         "responses": len(per_response),
+        "scored": len(defined),
         "per_response": per_response,
         "mean": mean,
     }

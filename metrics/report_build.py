@@ -344,8 +344,9 @@ def _intervals(tables: dict[str, Any], *, n_boot: int, seed: int) -> None:
     )
     support["mean_n"] = len(rates)
     score = tables["veriscore"]
-    scores = [r["score"] for r in score["per_response"]]
-    defined = bool(scores) and all(v is not None for v in scores)
+    scores = [r["score"] for r in score["per_response"] if r["score"] is not None]
     score["mean_low"], score["mean_high"] = (
-        mean_interval(scores, n_boot=n_boot, seed=seed) if defined else (None, None)
+        mean_interval(scores, n_boot=n_boot, seed=seed)
+        if score["mean"] is not None and scores
+        else (None, None)
     )

@@ -335,6 +335,7 @@ def test_veriscore_of_no_responses_has_no_reference_and_no_mean():
         "K_source": "cohort_median",
         "K_by_domain": {},
         "responses": 0,
+        "scored": 0,
         "per_response": [],
         "mean": None,
     }
@@ -842,3 +843,15 @@ def test_a_cohort_with_k_and_a_given_k_are_not_both_allowed():
     with pytest.raises(ClaimsInputError) as refused:
         veriscore([answer(supported=1)], K=3, cohort={"": {"K": 2.0}})
     assert refused.value.field == "K"
+
+
+def test_an_answer_of_a_domain_without_k_is_counted_not_scored():
+    cohort = {"health": {"K": 7.0, "answers": 7}}
+    rows = [
+        answer(supported=11, unsupported=3, domain="health"),
+        answer(supported=2, domain="travel"),
+    ]
+    result = veriscore(rows, cohort=cohort)
+    assert (result["responses"], result["scored"]) == (2, 1)
+    assert result["per_response"][1]["score"] is None
+    assert result["mean"] == pytest.approx(0.88)
