@@ -56,10 +56,13 @@ __all__ = [
     "hajek_bootstrap",
     "judge_scores",
     "mean_interval",
+    "net_gain_estimates",
+    "pass_rate_estimates",
     "percentile_interval",
     "proportion_interval",
     "rate_estimates",
     "ratio_interval",
+    "usability_estimates",
 ]
 
 #: Two sequences that must run over the same units differ in length.
@@ -631,3 +634,105 @@ def ratio_interval(
     else:
         totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
     return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)
+
+
+# --- seed 002's protocol rates, weighted ------------------------------------------------------
+
+
+def pass_rate_estimates(
+    passes: Sequence[bool | None],
+    inclusion_probabilities: Sequence[float | None],
+    queries: Sequence[Hashable],
+    seed: int,
+    n_boot: int = 1000,
+) -> dict[str, Any]:
+    """PassR (answers passing the min-grade rule / answers with a decided pass; unknowns
+    excluded and counted) weighted beside unweighted, bootstrapped over queries."""
+    return rate_estimates(passes, inclusion_probabilities, queries, seed, n_boot)
+
+
+def usability_estimates(
+    query_grades: Sequence[int | None],
+    inclusion_probabilities: Sequence[float | None],
+    seed: int,
+    n_boot: int = 1000,
+) -> dict[str, dict[str, Any]]:
+    """Usable_q (share of queries with e ≥ 1) and HighQ_q (share with e = 2), one value of e
+    per query (``None``: e undefined, no retrieved document — excluded and counted), each
+    weighted beside unweighted and bootstrapped over queries (the sampling unit)."""
+    grades = _listed(query_grades, "query_grades", "a sequence of 0, 1, 2 or None")
+    for i, grade in enumerate(grades):
+        if grade is not None and (type(grade) is not int or grade not in (0, 1, 2)):
+            raise _invalid(f"query_grades[{i}]", "0, 1, 2 or None", grade)
+    usable = [None if e is None else int(e >= 1) for e in grades]
+    high = [None if e is None else int(e == 2) for e in grades]
+    return {
+        "usable_q": rate_estimates(usable, inclusion_probabilities, None, seed, n_boot),
+        "highq_q": rate_estimates(high, inclusion_probabilities, None, seed, n_boot),
+    }
+
+
+NET_GAIN_OUTCOMES = ("G", "S", "B")
+
+
+def net_gain_estimates(
+    outcomes: Sequence[str],
+    inclusion_probabilities: Sequence[float | None],
+    queries: Sequence[Hashable],
+    seed: int,
+    n_boot: int = 1000,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """NetGain = (N_G − N_B)/N × 100% of pairwise outcomes ``G``/``S``/``B``, and its Hájek
+    form Σ w·(g − b) / Σ w × 100% (w = 1/π) when every pair has an inclusion probability,
+    each with a percentile interval from a bootstrap over queries."""
+    _check_bootstrap(n_boot, confidence, seed)
+    outcomes = _listed(outcomes, "outcomes", "a sequence of G, S or B")
+    probabilities = _listed(
+        inclusion_probabilities, "inclusion_probabilities", "a sequence of probabilities"
+    )
+    n = len(outcomes)
+    _check_lengths(n, probabilities, "inclusion_probabilities", "outcomes")
+    for i, outcome in enumerate(outcomes):
+        if outcome not in NET_GAIN_OUTCOMES:
+            raise _invalid(f"outcomes[{i}]", "G, S or B", outcome)
+    missing = sum(1 for p in probabilities if p is None)
+    weighted = missing == 0 and n > 0
+    weights = []
+    for i, p in enumerate(probabilities):
+        if p is None:
+            weights.append(1.0)
+            continue
+        if isinstance(p, bool) or not _real(p) or not 0.0 < p <= 1.0:
+            raise _invalid(f"inclusion_probabilities[{i}]", "an inclusion probability in (0, 1]", p)
+        weights.append(1.0 / p if weighted else 1.0)
+    diff = [(o == "G") - (o == "B") for o in outcomes]
+    columns = np.array(
+        [[w * d, w, float(d), 1.0] for w, d in zip(weights, diff, strict=True)], dtype=np.float64
+    ).reshape(n, 4)
+    index, g = _cluster_codes(queries, n)
+    per_cluster = np.zeros((g, 4))
+    np.add.at(per_cluster, index, columns)
+    totals = _resample(per_cluster, n_boot, seed)
+    point = columns.sum(axis=0)
+
+    def scaled(numerator: float, denominator: float) -> float | None:
+        return None if denominator == 0 else 100.0 * numerator / denominator
+
+    w_low, w_high = percentile_interval(100.0 * _ratio(totals[:, 0], totals[:, 1]), confidence)
+    u_low, u_high = percentile_interval(100.0 * _ratio(totals[:, 2], totals[:, 3]), confidence)
+    return {
+        "n": n,
+        "good": outcomes.count("G"),
+        "same": outcomes.count("S"),
+        "bad": outcomes.count("B"),
+        "prevalence": weighted,
+        "unweighted": {"value": scaled(point[2], point[3]), "low": u_low, "high": u_high},
+        "weighted": {"value": scaled(point[0], point[1]), "low": w_low, "high": w_high}
+        if weighted
+        else None,
+        "weighted_reason": None if weighted else NO_INCLUSION_PROBABILITIES,
+        "missing_probabilities": missing,
+        "clusters": g,
+    }

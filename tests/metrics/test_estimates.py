@@ -24,9 +24,12 @@ from metrics.estimates import (
     hajek_bootstrap,
     judge_scores,
     mean_interval,
+    net_gain_estimates,
+    pass_rate_estimates,
     proportion_interval,
     rate_estimates,
     ratio_interval,
+    usability_estimates,
 )
 
 # --- Hájek ----------------------------------------------------------------------------------
@@ -414,3 +417,49 @@ def test_the_unit_bootstrap_over_distinct_values_matches_copying_units(values, s
     spread = max(values) - min(values)
     assert fast[0] == pytest.approx(slow[0], abs=0.15 * spread + 1e-9)
     assert fast[1] == pytest.approx(slow[1], abs=0.15 * spread + 1e-9)
+
+
+# --- seed 002's protocol rates, weighted ------------------------------------------------------
+
+
+def test_pass_rate_weighted_beside_unweighted_over_queries():
+    result = pass_rate_estimates(
+        [True, False, False, False, None],
+        [0.25, 0.25, 0.5, 0.5, 0.5],
+        ["q1", "q1", "q2", "q3", "q3"],
+        seed=1,
+    )
+    assert result["weighted"]["value"] == pytest.approx(1 / 3)
+    assert result["unweighted"]["value"] == pytest.approx(0.25)
+    assert (result["n"], result["excluded"], result["clusters"]) == (4, 1, 3)
+
+
+def test_usable_and_highq_per_query_weighted():
+    # e = 2, 1, 0, None with π = 0.25, 0.5, 0.5, 0.5: weights 4, 2, 2 (the None is counted).
+    result = usability_estimates([2, 1, 0, None], [0.25, 0.5, 0.5, 0.5], seed=1, n_boot=200)
+    usable, high = result["usable_q"], result["highq_q"]
+    assert usable["weighted"]["value"] == pytest.approx(6 / 8)
+    assert usable["unweighted"]["value"] == pytest.approx(2 / 3)
+    assert high["weighted"]["value"] == pytest.approx(4 / 8)
+    assert high["unweighted"]["value"] == pytest.approx(1 / 3)
+    assert usable["excluded"] == 1
+    with pytest.raises(EstimateInputError) as caught:
+        usability_estimates([3], [0.5], seed=1)
+    assert caught.value.field == "query_grades[0]"
+
+
+def test_net_gain_reproduces_seed_002_and_weights_it():
+    # Seed 002: G 189, S 711, B 100 -> +8.9%.
+    outcomes = ["G"] * 189 + ["S"] * 711 + ["B"] * 100
+    queries = [f"q{i}" for i in range(1000)]
+    result = net_gain_estimates(outcomes, [None] * 1000, queries, seed=3, n_boot=500)
+    assert result["unweighted"]["value"] == pytest.approx(8.9)
+    assert result["weighted"] is None
+    assert result["weighted_reason"] == NO_INCLUSION_PROBABILITIES
+    low, high = result["unweighted"]["low"], result["unweighted"]["high"]
+    assert 4.5 < low < 8.9 < high < 13.5  # the seed's normal interval is [5.61, 12.19]
+    # Weighted: one G at π = 0.25 (w 4), one B at π = 0.5 (w 2), one S at π = 0.5 (w 2):
+    # (4 - 2) / 8 = +25%, unweighted (1 - 1)/3 = 0%.
+    weighted = net_gain_estimates(["G", "B", "S"], [0.25, 0.5, 0.5], ["a", "b", "c"], seed=3)
+    assert weighted["weighted"]["value"] == pytest.approx(25.0)
+    assert weighted["unweighted"]["value"] == pytest.approx(0.0)
