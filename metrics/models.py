@@ -125,3 +125,22 @@ class Prediction(models.Model):
 
     def __str__(self) -> str:
         return f"prediction {self.pk}"
+
+
+class VeriScoreCohort(models.Model):
+    """VeriScore's K per query domain, frozen for a study: written once, by the first report
+    computed after the study's freeze in which every included complete answer has a final
+    record (so that the cohort is the study's whole cohort, not the part labelled so far).
+    Every later report scores against it; filters and new reports never change it. Until it
+    exists, reports compute K from their own cohort and say that it is provisional."""
+
+    study = models.OneToOneField(
+        "audit.Study", on_delete=models.CASCADE, related_name="veriscore_cohort"
+    )
+    cohort = models.JSONField(help_text='{domain: {"K": float | null, "answers": n}}')
+    answers = models.PositiveIntegerField()
+    report = models.ForeignKey(StudyReport, null=True, on_delete=models.SET_NULL, related_name="+")
+    frozen_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"VeriScore cohort of study {self.study_id}"

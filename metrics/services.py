@@ -40,6 +40,7 @@ from metrics.models import (
     PredictorKind,
     ReportStatus,
     StudyReport,
+    VeriScoreCohort,
 )
 from metrics.predictions import (
     DUPLICATE_UNIT,
@@ -151,6 +152,8 @@ def report_compute(*, study: Study, report: StudyReport | None = None) -> StudyR
             finished_at=timezone.now(),
         )
         raise
+    if "claim_metrics" in value:
+        _veriscore_cohort_freeze(study, report, value)
     StudyReport.objects.filter(pk=report.pk).update(
         status=ReportStatus.DONE,
         progress=100,
@@ -164,6 +167,37 @@ def report_compute(*, study: Study, report: StudyReport | None = None) -> StudyR
     )
     report.refresh_from_db()
     return report
+
+
+def _veriscore_cohort_freeze(study: Study, report: StudyReport, value: dict[str, Any]) -> None:
+    """Score the report against the study's frozen VeriScore cohort, freezing it now if
+    this is the first report after the freeze with every included answer assessed; else
+    say why the report's K is provisional (in ``value``, in place)."""
+    metrics = value["claim_metrics"]
+    frozen = VeriScoreCohort.objects.filter(study=study).first()
+    study_frozen = StudyFreeze.objects.filter(study=study).exists()
+    complete = not metrics.get("awaiting_final") and not value.get("sealed_partitions")
+    if frozen is None and study_frozen and complete:
+        cohort = metrics.get("veriscore_cohort") or {}
+        answers = sum(int(entry.get("answers") or 0) for entry in cohort.values())
+        with transaction.atomic():
+            frozen, _ = VeriScoreCohort.objects.get_or_create(
+                study=study,
+                defaults={"cohort": cohort, "answers": answers, "report": report},
+            )
+    if frozen is not None:
+        metrics["veriscore_cohort"] = frozen.cohort
+        metrics["veriscore_cohort_state"] = {
+            "frozen": True,
+            "frozen_at": frozen.frozen_at.isoformat(),
+            "answers": frozen.answers,
+        }
+        return
+    if not study_frozen:
+        why = "the study is not frozen yet"
+    else:
+        why = f"{metrics.get('awaiting_final') or 0} included answers await a final record"
+    metrics["veriscore_cohort_state"] = {"frozen": False, "why": why}
 
 
 def report_refresh(*, study: Study) -> StudyReport | None:

@@ -275,6 +275,7 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
         claim_view = {
             **claim_tables(chosen, cohort=cohort, n_boot=_resamples(data)),
             "cohort": cohort,
+            "cohort_state": metrics.get("veriscore_cohort_state") or {},
             "options": _options(rows),
             "filters": filters,
             "rows": len(chosen),

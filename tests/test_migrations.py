@@ -51,6 +51,7 @@ TABLES = {
     "metrics.StudyReport": "metrics_studyreport",
     "metrics.PredictionSet": "metrics_predictionset",
     "metrics.Prediction": "metrics_prediction",
+    "metrics.VeriScoreCohort": "metrics_veriscorecohort",
 }
 
 

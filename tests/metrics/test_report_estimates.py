@@ -11,8 +11,10 @@ from django.test import Client
 from annotator.adjudication.jobs import label_submitted
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
-from audit.archive.models import Tuple
+from audit.archive.models import Tuple, Unit
+from audit.partitions.services import partitions_changed, study_freeze
 from metrics.estimates import hajek
+from metrics.models import VeriScoreCohort
 from metrics.services import report_compute
 from tests.annotation.annotations import answer_claims
 from tests.annotation.conftest import add_people, make_study
@@ -86,3 +88,50 @@ def test_answers_without_inclusion_probabilities_get_no_prevalence():
     csv = client.get(f"/studies/{study.slug}/reliability/csv/?table=claim_verdicts")
     header = csv.content.decode().splitlines()[1]
     assert "rate,low,high,unknown" in header
+
+
+def _label_every_answer(study, people):
+    for who in ("ann_a", "ann_b"):
+        while (assignment := assignment_next(study=study, annotator=people[who])) is not None:
+            label = label_submit(
+                assignment=assignment,
+                annotation=answer_claims(unit_content(unit=assignment.unit)),
+                client_submission_id=uuid.uuid4(),
+                parent_digest=None,
+            ).label
+            label_submitted.run(label.pk)
+
+
+def test_veriscore_k_is_frozen_with_the_study_once_every_answer_is_assessed():
+    study = make_study("kfreeze", "answer-claims-1.0.0", "answer-claims.jsonl")
+    people = add_people(study)
+    first = report_compute(study=study).report["claim_metrics"]
+    assert first["veriscore_cohort_state"] == {
+        "frozen": False,
+        "why": "the study is not frozen yet",
+    }
+    _label_every_answer(study, people)
+    Unit.objects.filter(study=study).update(partition="calibration")
+    partitions_changed(study)
+    study_freeze(study=study, user=people["res"])
+
+    report = report_compute(study=study)
+    metrics = report.report["claim_metrics"]
+    assert metrics["awaiting_final"] == 0
+    frozen = VeriScoreCohort.objects.get(study=study)
+    assert frozen.report_id == report.pk
+    assert metrics["veriscore_cohort"] == frozen.cohort
+    assert metrics["veriscore_cohort_state"]["frozen"] is True
+    assert frozen.answers == sum(entry["answers"] for entry in frozen.cohort.values()) > 0
+
+    # Later reports score against the frozen cohort, whatever their own rows would give.
+    domain = next(iter(frozen.cohort))
+    pinned = {domain: {"K": 99.0, "answers": frozen.cohort[domain]["answers"]}}
+    VeriScoreCohort.objects.filter(pk=frozen.pk).update(cohort=pinned)
+    later = report_compute(study=study).report["claim_metrics"]
+    assert later["veriscore_cohort"] == pinned
+    client = Client()
+    client.force_login(people["res"])
+    html = client.get(f"/studies/{study.slug}/reliability/").content.decode()
+    assert "Frozen with the study on" in html
+    assert f"{domain}: K = 99.0" in html
