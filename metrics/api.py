@@ -125,9 +125,9 @@ class PredictionImportApi(StrictQueryParams, APIView):
 
 class PredictionSetDetailApi(StrictQueryParams, APIView):
     @extend_schema(responses=PredictionSetOutput, operation_id="study_predictions_retrieve")
-    def get(self, request: Request, slug: str, pk: int) -> Response:
+    def get(self, request: Request, slug: str, prediction_set_id: int) -> Response:
         study = study_get_for_researcher(user=request.user, slug=slug)
-        prediction_set = prediction_set_get(study=study, pk=pk)
+        prediction_set = prediction_set_get(study=study, pk=prediction_set_id)
         if prediction_set is None:
-            raise NotFound(f"no prediction set {pk} in study {slug}")
+            raise NotFound(f"no prediction set {prediction_set_id} in study {slug}")
         return Response(PredictionSetOutput(prediction_set).data)

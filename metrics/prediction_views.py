@@ -102,21 +102,25 @@ def study_predictions(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "metrics/predictions.html", context, status=400)
     if not outcome.created:
         messages.info(request, "This file was imported before; nothing changed.")
-    return redirect("study-prediction", slug=study.slug, pk=outcome.prediction_set.pk)
+    return redirect(
+        "study-prediction", slug=study.slug, prediction_set_id=outcome.prediction_set.pk
+    )
 
 
-def _get_set(request: HttpRequest, slug: str, pk: int) -> tuple[Study, PredictionSet]:
+def _get_set(
+    request: HttpRequest, slug: str, prediction_set_id: int
+) -> tuple[Study, PredictionSet]:
     study = study_get_for_researcher(user=request.user, slug=slug)
-    prediction_set = prediction_set_get(study=study, pk=pk)
+    prediction_set = prediction_set_get(study=study, pk=prediction_set_id)
     if prediction_set is None:
-        raise Http404(f"no prediction set {pk} in study {slug}")
+        raise Http404(f"no prediction set {prediction_set_id} in study {slug}")
     return study, prediction_set
 
 
 @login_required
 @require_GET
-def study_prediction(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    study, prediction_set = _get_set(request, slug, pk)
+def study_prediction(request: HttpRequest, slug: str, prediction_set_id: int) -> HttpResponse:
+    study, prediction_set = _get_set(request, slug, prediction_set_id)
     context = {
         "study": study,
         "prediction_set": prediction_set,
@@ -130,11 +134,13 @@ def study_prediction(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def study_prediction_rescore(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    _, prediction_set = _get_set(request, slug, pk)
+def study_prediction_rescore(
+    request: HttpRequest, slug: str, prediction_set_id: int
+) -> HttpResponse:
+    _, prediction_set = _get_set(request, slug, prediction_set_id)
     prediction_set_score(prediction_set=prediction_set)
     messages.success(request, "Scored again against the current final labels.")
-    return redirect("study-prediction", slug=slug, pk=pk)
+    return redirect("study-prediction", slug=slug, prediction_set_id=prediction_set_id)
 
 
 def prediction_csv_rows(prediction_set: PredictionSet) -> list[list[Any]]:
@@ -177,8 +183,8 @@ def prediction_csv_rows(prediction_set: PredictionSet) -> list[list[Any]]:
 
 @login_required
 @require_GET
-def study_prediction_csv(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    study, prediction_set = _get_set(request, slug, pk)
+def study_prediction_csv(request: HttpRequest, slug: str, prediction_set_id: int) -> HttpResponse:
+    study, prediction_set = _get_set(request, slug, prediction_set_id)
     result = prediction_set.scores or {}
     stamp = [
         f"# {prediction_set.kind} {prediction_set.name} {prediction_set.version}",

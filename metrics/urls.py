@@ -28,17 +28,17 @@ urlpatterns = [
         name="study-predictions",
     ),
     path(
-        "studies/<slug:slug>/predictions/<int:pk>/",
+        "studies/<slug:slug>/predictions/<int:prediction_set_id>/",
         prediction_views.study_prediction,
         name="study-prediction",
     ),
     path(
-        "studies/<slug:slug>/predictions/<int:pk>/rescore/",
+        "studies/<slug:slug>/predictions/<int:prediction_set_id>/rescore/",
         prediction_views.study_prediction_rescore,
         name="study-prediction-rescore",
     ),
     path(
-        "studies/<slug:slug>/predictions/<int:pk>/csv/",
+        "studies/<slug:slug>/predictions/<int:prediction_set_id>/csv/",
         prediction_views.study_prediction_csv,
         name="study-prediction-csv",
     ),
@@ -50,7 +50,7 @@ api_urlpatterns = [
         name="api-study-predictions",
     ),
     path(
-        "studies/<slug:slug>/predictions/<int:pk>/",
+        "studies/<slug:slug>/predictions/<int:prediction_set_id>/",
         api.PredictionSetDetailApi.as_view(),
         name="api-study-prediction",
     ),
