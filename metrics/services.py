@@ -18,13 +18,14 @@ died (a report takes seconds): the next claim marks it failed and takes over.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, BinaryIO
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from audit.archive.models import Study
@@ -359,13 +360,40 @@ def predictions_import(
             predictions=len(values),
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
-        batch = [
-            Prediction(prediction_set=prediction_set, unit_id=unit, value=value)
-            for unit, value in values.items()
-        ]
-        Prediction.objects.bulk_create(batch, batch_size=5_000)
+        _predictions_insert(prediction_set, values)
         prediction_set_score(prediction_set=prediction_set, predictions=values)
     return PredictionImport(prediction_set, True, lines=lines)
+
+
+#: Prediction rows per INSERT on PostgreSQL.
+INSERT_CHUNK = 50_000
+
+
+def _predictions_insert(prediction_set: PredictionSet, values: dict[int, Any]) -> None:
+    """Insert a set's values: on PostgreSQL one ``INSERT … SELECT FROM unnest`` per
+    chunk (no model instance per row: 10^5 lines in a fraction of a second), elsewhere
+    ``bulk_create``. ``None`` (U) is stored as SQL NULL, which the JSON field reads back as
+    ``None``."""
+    if connection.vendor != "postgresql":
+        Prediction.objects.bulk_create(
+            [
+                Prediction(prediction_set=prediction_set, unit_id=unit, value=value)
+                for unit, value in values.items()
+            ],
+            batch_size=5_000,
+        )
+        return
+    table = connection.ops.quote_name(Prediction._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} (prediction_set_id, unit_id, value) "  # noqa: S608 (names, not data)
+        "SELECT %s, u, v::jsonb FROM unnest(%s::bigint[], %s::text[]) AS t(u, v)"
+    )
+    units = list(values)
+    texts = [None if v is None else json.dumps(v) for v in values.values()]
+    with connection.cursor() as cursor:
+        for start in range(0, len(units), INSERT_CHUNK):
+            end = start + INSERT_CHUNK
+            cursor.execute(sql, [prediction_set.pk, units[start:end], texts[start:end]])
 
 
 def prediction_set_score(
