@@ -314,7 +314,40 @@ def claim_tables(
     except claim_metrics.ClaimsInputError as exc:
         return {"error": f"{exc.code}: {exc}"}
     _intervals(tables, n_boot=n_boot, seed=seed)
+    _position_intervals(tables["by_position"], rows, n_boot=n_boot, seed=seed)
     return tables
+
+
+def _position_intervals(
+    bins: list[dict[str, Any]], rows: Sequence[dict[str, Any]], *, n_boot: int, seed: int
+) -> None:
+    """``low``/``high`` of each claim-position bin's support rate, in place: a bootstrap
+    over completed answers (each drawn with all of its claims in the bin, none for an answer
+    without one), as metrics.claims.support_by_position counts them."""
+    count = len(bins)
+    per_answer: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+    for row in rows:
+        if row.get("status") != "complete":
+            continue
+        tallies = [[0, 0] for _ in range(count)]
+        for claim in row.get("claims") or ():
+            position, length = claim.get("position"), claim.get("answer_length")
+            if claim.get("kind", "verifiable") != "verifiable" or position is None or not length:
+                continue
+            tally = tallies[position * count // length]
+            tally[0] += claim.get("supported") is True
+            tally[1] += 1
+        for b in range(count):
+            per_answer[b].append((tallies[b][0], tallies[b][1]))
+    for b, entry in enumerate(bins):
+        entry["low"], entry["high"] = (None, None)
+        if entry["denominator"]:
+            entry["low"], entry["high"] = ratio_interval(
+                [s for s, _ in per_answer[b]],
+                [n for _, n in per_answer[b]],
+                n_boot=n_boot,
+                seed=seed,
+            )
 
 
 def _intervals(tables: dict[str, Any], *, n_boot: int, seed: int) -> None:

@@ -855,3 +855,21 @@ def test_an_answer_of_a_domain_without_k_is_counted_not_scored():
     assert (result["responses"], result["scored"]) == (2, 1)
     assert result["per_response"][1]["score"] is None
     assert result["mean"] == pytest.approx(0.88)
+
+
+def test_every_claim_position_bin_has_its_interval_over_answers():
+    def placed(supported: bool, position: int) -> dict[str, Any]:
+        claim = _claim("claim", GUIDE, "passage", supported, supported, "reason")
+        return {**claim, "position": position, "answer_length": 100}
+
+    rows = [
+        {**answer(), "supported": False, "claims": [placed(True, 5), placed(False, 90)]},
+        {**answer(), "supported": True, "claims": [placed(True, 10)]},
+    ]
+    bins = claim_tables(rows, n_boot=500)["by_position"]
+    first, last = bins[0], bins[-1]
+    assert (first["numerator"], first["denominator"]) == (2, 2)
+    assert (first["low"], first["high"]) == (1.0, 1.0)
+    assert (last["numerator"], last["denominator"]) == (0, 1)
+    assert (last["low"], last["high"]) == (0.0, 0.0)
+    assert (bins[2]["low"], bins[2]["high"]) == (None, None)  # no claim there
