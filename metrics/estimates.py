@@ -60,6 +60,7 @@ __all__ = [
     "pass_rate_estimates",
     "percentile_interval",
     "proportion_interval",
+    "proportion_intervals",
     "rate_estimates",
     "ratio_interval",
     "usability_estimates",
@@ -575,6 +576,35 @@ def proportion_interval(
     rng = np.random.default_rng(seed)
     draws = rng.binomial(denominator, numerator / denominator, size=n_boot) / denominator
     return percentile_interval(draws, confidence)
+
+
+def proportion_intervals(
+    counts: Sequence[tuple[int, int]], *, n_boot: int, seed: int, confidence: float = 0.95
+) -> list[tuple[float | None, float | None]]:
+    """:func:`proportion_interval` of many ``(numerator, denominator)`` pairs at once (every
+    verdict rate of every group of a table), drawn together from one seeded generator a
+    thousand rows at a time: reproducible for a ``seed``, the same distribution per pair."""
+    _check_bootstrap(n_boot, confidence, seed)
+    for i, (numerator, denominator) in enumerate(counts):
+        if type(numerator) is not int or type(denominator) is not int:
+            raise _invalid(f"counts[{i}]", "integer counts", (numerator, denominator))
+        if not 0 <= numerator <= denominator:
+            raise _invalid(f"counts[{i}]", f"a numerator in [0, {denominator}]", numerator)
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(counts)
+    rows = [i for i, (_, d) in enumerate(counts) if d > 0]
+    if not rows or n_boot == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    tail = (1.0 - confidence) / 2.0
+    for start in range(0, len(rows), 1000):
+        chunk = rows[start : start + 1000]
+        d = np.array([counts[i][1] for i in chunk], dtype=np.int64)
+        p = np.array([counts[i][0] for i in chunk], dtype=np.float64) / d
+        draws = rng.binomial(d[:, None], p[:, None], size=(len(chunk), n_boot)) / d[:, None]
+        low, high = np.quantile(draws, [tail, 1.0 - tail], axis=1)
+        for j, i in enumerate(chunk):
+            out[i] = (float(low[j]), float(high[j]))
+    return out
 
 
 def _unit_bootstrap_totals(columns: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray:

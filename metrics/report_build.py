@@ -19,7 +19,7 @@ from metrics import claims as claim_metrics
 from metrics import reliability
 from metrics.estimates import (
     mean_interval,
-    proportion_interval,
+    proportion_intervals,
     rate_estimates,
     ratio_interval,
 )
@@ -354,12 +354,16 @@ def _intervals(tables: dict[str, Any], *, n_boot: int, seed: int) -> None:
     """Add ``low``/``high`` (95% bootstrap over answers, the sampling unit) to every rate of
     the claim tables, in place: each verdict rate of every group, pooled support precision,
     the mean support precision per response and the mean VeriScore."""
-    for entry in [tables["evaluate"], *tables["grouped"]]:
-        for name in claim_metrics.VERDICTS:
-            counts = entry[name]
-            counts["low"], counts["high"] = proportion_interval(
-                counts["numerator"], counts["denominator"], n_boot=n_boot, seed=seed
-            )
+    cells = [
+        entry[name]
+        for entry in [tables["evaluate"], *tables["grouped"]]
+        for name in claim_metrics.VERDICTS
+    ]
+    bounds = proportion_intervals(
+        [(cell["numerator"], cell["denominator"]) for cell in cells], n_boot=n_boot, seed=seed
+    )
+    for cell, (low, high) in zip(cells, bounds, strict=True):
+        cell["low"], cell["high"] = low, high
     support = tables["support_precision"]
     per_response = support["per_response"]
     pooled = support["pooled"]

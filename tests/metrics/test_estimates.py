@@ -27,6 +27,7 @@ from metrics.estimates import (
     net_gain_estimates,
     pass_rate_estimates,
     proportion_interval,
+    proportion_intervals,
     rate_estimates,
     ratio_interval,
     usability_estimates,
@@ -463,3 +464,16 @@ def test_net_gain_reproduces_seed_002_and_weights_it():
     weighted = net_gain_estimates(["G", "B", "S"], [0.25, 0.5, 0.5], ["a", "b", "c"], seed=3)
     assert weighted["weighted"]["value"] == pytest.approx(25.0)
     assert weighted["unweighted"]["value"] == pytest.approx(0.0)
+
+
+def test_many_proportion_intervals_at_once():
+    bounds = proportion_intervals([(30, 100), (0, 0), (4, 4), (0, 7)], n_boot=2000, seed=5)
+    assert bounds[0][0] == pytest.approx(0.21, abs=0.02)
+    assert bounds[0][1] == pytest.approx(0.39, abs=0.02)
+    assert bounds[1:] == [(None, None), (1.0, 1.0), (0.0, 0.0)]
+    assert proportion_intervals([(30, 100)], n_boot=500, seed=5) == proportion_intervals(
+        [(30, 100)], n_boot=500, seed=5
+    )
+    with pytest.raises(EstimateInputError) as caught:
+        proportion_intervals([(1, 2), (3, 2)], n_boot=10, seed=0)
+    assert caught.value.field == "counts[1]"
