@@ -245,3 +245,50 @@ def test_the_api_imports_and_reads_a_prediction_set(gold):
     assert [(e["line"], e["reason"]) for e in errors] == [(2, "unknown_unit")]
     assert refused.json()["error_count"] == 1
     assert client.get(f"{url}999999/").status_code == 404
+
+
+def test_an_answer_verdict_is_scored_against_the_final_verdicts(db):
+    import uuid
+
+    from annotator.adjudication.jobs import label_submitted
+    from annotator.labelling.selectors import unit_content
+    from annotator.labelling.services import assignment_next, label_submit
+    from audit.archive.models import Unit
+    from audit.partitions.services import partitions_changed, study_freeze
+    from tests.annotation.annotations import answer_claims
+    from tests.annotation.conftest import add_people, make_study
+
+    study = make_study("predclaims", "answer-claims-1.0.0", "answer-claims.jsonl")
+    people = add_people(study)
+    for who in ("ann_a", "ann_b"):
+        assignment = assignment_next(study=study, annotator=people[who])
+        label = label_submit(
+            assignment=assignment,
+            annotation=answer_claims(unit_content(unit=assignment.unit)),
+            client_submission_id=uuid.uuid4(),
+            parent_digest=None,
+        ).label
+        label_submitted.run(label.pk)
+    Unit.objects.filter(study=study).update(partition="calibration")
+    partitions_changed(study)
+    study_freeze(study=study, user=people["res"])
+    units = list(Unit.objects.filter(study=study).order_by("id"))
+    data = prediction_file(
+        [(unit.digest, False) for unit in units],
+        field="cited",
+        kind="system",
+        positive=True,
+        codebook=("answer-claims", "1.0.0"),
+    )
+    outcome = predictions_import(study=study, data=data, file_name="system.jsonl")
+
+    result = outcome.prediction_set.scores
+    assert result["scored"] == 1  # the one answer both annotators labelled alike
+    assert result["awaiting_final"] == len(units) - 1
+    scores = result["scores"]
+    assert scores["categories"] == [False, True, None]
+    assert scores["confusion"] == [[0, 0, 0], [1, 0, 0], [0, 0, 0]]  # gold true, said false
+    assert scores["false_block"]["numerator"] == 1
+    with pytest.raises(PredictionsRefused) as caught:
+        prediction_set_refuse_as_gold(prediction_set=outcome.prediction_set)
+    assert "a system's values" in caught.value.message
