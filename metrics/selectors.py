@@ -24,9 +24,18 @@ from itertools import islice
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q
+from django.db.models import (
+    BooleanField,
+    CharField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    Value,
+)
 from django.db.models.fields.json import KT, KeyTransform
-from django.db.models.functions import Length
+from django.db.models.functions import Coalesce, Concat, Length
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.memberships.models import Membership, Role
@@ -244,14 +253,19 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     )
 
 
-def _final_annotations(study: Study, states: dict[int, str]) -> dict[int, tuple[str, dict]]:
-    """Each unit's final record: (kind, annotation)."""
+def _final_annotations(
+    study: Study, states: dict[int, str], annotation: Any = "annotation"
+) -> dict[int, tuple[str, Any]]:
+    """Each unit's final record: (kind, annotation). ``annotation`` is the column read for
+    it: the whole annotation, or an expression of the part a caller needs (so that a large
+    study's final records are not all parsed as JSON for four predicates)."""
     adjudicated: dict[int, tuple] = {}
     consensus: dict[int, tuple] = {}
     rows = (
         Label.objects.filter(study=study, kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS))
         .order_by("id")
-        .values_list("unit_id", "kind", "revision", "id", "annotation")
+        .annotate(final_part=annotation if not isinstance(annotation, str) else F(annotation))
+        .values_list("unit_id", "kind", "revision", "id", "final_part")
     )
     for unit_id, kind, revision, pk, annotation in rows:
         target = adjudicated if kind == LabelKind.ADJUDICATED else consensus
@@ -269,15 +283,36 @@ def _final_outcomes(
 ) -> tuple[tuple[Any, float | None, int], ...]:
     """(final R_O, inclusion probability, answer) of every open tuple unit with a final
     record, in unit order: what the weighted outcome estimates need (one query)."""
-    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()})
+    # Only the four predicates, as text ("1", "0", or NULL for U): never the whole record.
+    predicates = Concat(
+        *(
+            item
+            for key in "IAMD"
+            for item in (
+                Coalesce(
+                    KT(f"annotation__predicates__{key}"),
+                    Value("U", output_field=CharField()),
+                    output_field=CharField(),
+                ),
+                Value(",", output_field=CharField()),
+            )
+        ),
+        output_field=CharField(),
+    )
+    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()}, predicates)
     out = []
     for pk in sorted(open_units):
         final = finals.get(pk)
         if final is None:
             continue
         _, _, _, observation, probability = units[pk]
-        out.append((final_value(final[1] or {}, ENDPOINT), probability, observation))
+        values = dict(zip("IAMD", (_predicate(v) for v in final[1].split(",")), strict=False))
+        out.append((final_value({"predicates": values}, ENDPOINT), probability, observation))
     return tuple(out)
+
+
+def _predicate(text: str) -> int | None:
+    return {"0": 0, "1": 1}.get(text)
 
 
 def _answer_probabilities(study: Study) -> dict[int, float | None]:
