@@ -631,6 +631,7 @@ def values(study: Any, people: People) -> Values:
             "batch_id": str(batch.pk),
             "assignment_id": str(assignment.pk),
             "pk": str(assignment.pk),
+            "prediction_set_id": "1",  # a study without predictions answers 404 quickly
             "unit_id": str(disputed.pk),
             "digest": adjudicated.record_digest,
             "id": str(user.pk),

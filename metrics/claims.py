@@ -106,6 +106,7 @@ class Assessment:
     reasons: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     claims: tuple[Claim, ...] = ()
     question_type: str | None = None
+    domain: str | None = None  # the query's domain: VeriScore's cohort K is per domain
 
     def verdict(self, name: str) -> bool | None:
         if name not in VERDICTS:
@@ -240,6 +241,7 @@ def assessment_from_dict(d: Mapping[str, Any]) -> Assessment:
         raise _missing("model")
     model = _text(d, "model", "model", optional=True)
     question_type = _text(d, "question_type", "question_type", optional=True)
+    domain = _text(d, "domain", "domain", optional=True)
 
     if status == "failed":
         failure = _text(d, "failure", "failure")
@@ -268,6 +270,7 @@ def assessment_from_dict(d: Mapping[str, Any]) -> Assessment:
             relevant=None,
             complete=None,
             question_type=question_type,
+            domain=domain,
         )
 
     if d.get("failure") is not None:
@@ -323,6 +326,7 @@ def assessment_from_dict(d: Mapping[str, Any]) -> Assessment:
         reasons=MappingProxyType({key: reasons[key] for key in VERDICTS}),
         claims=claims,
         question_type=question_type,
+        domain=domain,
     )
 
 
@@ -563,8 +567,30 @@ def _median(values: Sequence[int]) -> Fraction:
     return Fraction(ordered[middle - 1] + ordered[middle], 2)
 
 
+def veriscore_cohort(rows: Iterable[Assessment | Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """VeriScore's reference K per domain: the median verifiable-claim count of the cohort's
+    completed answers in that domain (rows without a ``domain`` form the domain ``""``).
+
+    Pass the **whole cohort** (every assessed answer of the study, before any report filter)
+    and keep the result with the report: :func:`veriscore` with ``cohort=`` then scores a
+    filtered selection against the cohort's K, so filtering to one service never moves K
+    (nor, therefore, an unchanged answer's score). ``{domain: {"K", "answers"}}``; ``K`` is
+    ``None`` for a median of 0 (recall undefined)."""
+    counts: dict[str, list[int]] = {}
+    for a in _responses(rows):
+        counts.setdefault(a.domain or "", []).append(len(_verifiable(a)))
+    out = {}
+    for domain in sorted(counts):
+        median = _median(counts[domain])
+        out[domain] = {"K": float(median) if median else None, "answers": len(counts[domain])}
+    return out
+
+
 def veriscore(
-    rows: Iterable[Assessment | Mapping[str, Any]], *, K: float | None = None
+    rows: Iterable[Assessment | Mapping[str, Any]],
+    *,
+    K: float | None = None,
+    cohort: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """VeriScore per completed answer and its mean over answers.
 
@@ -583,24 +609,42 @@ def veriscore(
     has no defined recall: ``recall``, ``score`` and ``mean`` are then ``None``; pass ``K``
     to declare a policy.
 
-    Returns ``{"K", "K_source" ("cohort_median" | "given"), "responses", "per_response",
-    "mean"}``; each per-response entry has the answer's identity, ``C``, ``s``,
-    ``unknown``, ``not_truth_apt``, ``precision``, ``recall`` and ``score``. Computed in
-    exact fractions; floats only in the result.
+    ``cohort`` (from :func:`veriscore_cohort` over the whole cohort) gives each answer the K
+    of its domain instead: the reports pass it so that their filters never change K.
+    ``K_source`` is then ``"cohort_by_domain"``, ``K`` the one K if every answer shares it
+    (else ``None``) and ``K_by_domain`` the K of each domain scored; an answer of a domain
+    without K has no score and ``mean`` is over the ``scored`` answers.
+
+    Returns ``{"K", "K_source" ("cohort_median" | "given" | "cohort_by_domain"),
+    "K_by_domain", "responses", "scored", "per_response", "mean"}``; each per-response entry has the
+    answer's identity, its ``domain`` and ``K``, ``C``, ``s``, ``unknown``,
+    ``not_truth_apt``, ``precision``, ``recall`` and ``score``. Computed in exact fractions;
+    floats only in the result.
     """
     responses = _responses(rows)
     counts = [(len(v), _tally(v)) for v in (_verifiable(a) for a in responses)]
-    if K is None:
+    if K is not None and cohort is not None:
+        raise _invalid("K", "None when a cohort is given", K)
+    references: list[Fraction | None]
+    if cohort is not None:
+        source = "cohort_by_domain"
+        references = []
+        for a in responses:
+            entry = cohort.get(a.domain or "") or {}
+            k = entry.get("K")
+            references.append(Fraction(k) if k else None)
+    elif K is None:
         source = "cohort_median"
-        reference = _median([c for c, _ in counts]) if counts else None
+        median = _median([c for c, _ in counts]) if counts else None
+        references = [median] * len(responses)
     else:
         if type(K) not in (int, float) or not math.isfinite(K) or K <= 0:
             raise _invalid("K", "a positive finite number", K)
         source = "given"
-        reference = Fraction(K)
+        references = [Fraction(K)] * len(responses)
     per_response = []
     scores = []
-    for a, (claims, tally) in zip(responses, counts, strict=True):
+    for a, (claims, tally), reference in zip(responses, counts, references, strict=True):
         s = tally["supported"]
         precision = Fraction(s, claims) if claims else None
         recall = min(Fraction(s) / reference, Fraction(1)) if reference else None
@@ -614,6 +658,8 @@ def veriscore(
         per_response.append(
             {
                 **_identity(a),
+                "domain": a.domain,
+                "K": None if reference is None else float(reference),
                 "C": claims,
                 "s": s,
                 "unknown": tally["unknown"],
@@ -624,12 +670,31 @@ def veriscore(
             }
         )
     mean = None
-    if scores and all(score is not None for score in scores):
-        mean = float(sum(scores, Fraction(0)) / len(scores))  # type: ignore[arg-type]
+    defined = [score for score in scores if score is not None]
+    if cohort is not None:
+        # Per-domain K: an answer of a domain without a K (no assessed answer there yet)
+        # has no score; the mean is over the scored answers and the rest are counted.
+        if defined:
+            mean = float(sum(defined, Fraction(0)) / len(defined))
+    elif scores and len(defined) == len(scores):
+        mean = float(sum(defined, Fraction(0)) / len(defined))
+    distinct = set(references)
+    if cohort is None and K is None and not responses:
+        k_value = None
+    elif len(distinct) == 1:
+        only = next(iter(distinct))
+        k_value = None if only is None else float(only)
+    else:
+        k_value = None
+    by_domain: dict[str, float | None] = {}
+    for a, reference in zip(responses, references, strict=True):
+        by_domain[a.domain or ""] = None if reference is None else float(reference)
     return {
-        "K": None if reference is None else float(reference),
+        "K": k_value,
         "K_source": source,
+        "K_by_domain": dict(sorted(by_domain.items())),
         "responses": len(per_response),
+        "scored": len(defined),
         "per_response": per_response,
         "mean": mean,
     }

@@ -44,6 +44,7 @@ from metrics.reliability import _cluster_index, _interval, _multinomial, encode
 
 __all__ = [
     "LENGTH_MISMATCH",
+    "NO_INCLUSION_PROBABILITIES",
     "NO_VALUES",
     "ClassScores",
     "Estimate",
@@ -54,7 +55,15 @@ __all__ = [
     "hajek",
     "hajek_bootstrap",
     "judge_scores",
+    "mean_interval",
+    "net_gain_estimates",
+    "pass_rate_estimates",
     "percentile_interval",
+    "proportion_interval",
+    "proportion_intervals",
+    "rate_estimates",
+    "ratio_interval",
+    "usability_estimates",
 ]
 
 #: Two sequences that must run over the same units differ in length.
@@ -482,3 +491,278 @@ def judge_scores(
         seed=seed,
         confidence=float(confidence),
     )
+
+
+# --- a rate for a report: weighted beside unweighted, or honestly not a prevalence ----------
+
+#: Reason a rate carries no weighted estimate: some unit has no inclusion probability.
+NO_INCLUSION_PROBABILITIES = "no_inclusion_probabilities"
+
+
+def rate_estimates(
+    values: Sequence[float | bool | None],
+    inclusion_probabilities: Sequence[float | None],
+    clusters: Sequence[Hashable] | None,
+    seed: int,
+    n_boot: int = 1000,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """A rate (the mean of 0/1 values; ``None`` excluded and counted) as a report shows it.
+
+    With an inclusion probability for **every** unit: the Hájek estimate beside the
+    unweighted share, each with its bootstrap interval over ``clusters`` (the sampling unit:
+    the answer for claim metrics, the query for protocol metrics). Without one for some
+    unit: the unweighted share of the labelled sample only, ``prevalence`` False and
+    ``weighted_reason`` :data:`NO_INCLUSION_PROBABILITIES` — it is not a prevalence.
+
+    Returns a JSON value ``{"n", "excluded", "numerator", "prevalence", "unweighted":
+    {value, low, high}, "weighted": {value, low, high} | None, "weighted_reason",
+    "missing_probabilities", "clusters"}``.
+    """
+    values = _listed(values, "values", "a sequence of numbers or None")
+    probabilities = _listed(
+        inclusion_probabilities, "inclusion_probabilities", "a sequence of probabilities or None"
+    )
+    _check_lengths(len(values), probabilities, "inclusion_probabilities", "values")
+    missing = sum(1 for p in probabilities if p is None)
+    weighted = missing == 0 and len(values) > 0
+    used = probabilities if weighted else [1.0] * len(values)
+    result = hajek_bootstrap(values, used, clusters, seed, n_boot, confidence=confidence)
+    numerator = sum(1 for v in values if v is not None and float(v) == 1.0)
+    return {
+        "n": result.n,
+        "excluded": result.excluded,
+        "numerator": numerator,
+        "prevalence": weighted,
+        "unweighted": {
+            "value": result.unweighted,
+            "low": result.unweighted_low,
+            "high": result.unweighted_high,
+        },
+        "weighted": {
+            "value": result.weighted,
+            "low": result.weighted_low,
+            "high": result.weighted_high,
+        }
+        if weighted
+        else None,
+        "weighted_reason": None if weighted else NO_INCLUSION_PROBABILITIES,
+        "missing_probabilities": missing,
+        "clusters": result.clusters,
+    }
+
+
+# --- intervals of the report tables -----------------------------------------------------------
+
+
+def proportion_interval(
+    numerator: int, denominator: int, *, n_boot: int, seed: int, confidence: float = 0.95
+) -> tuple[float | None, float | None]:
+    """The unit-bootstrap percentile interval of a proportion ``numerator/denominator``
+    where each unit is its own sampling unit (an answer, for answer-level verdicts).
+
+    Resampling ``denominator`` units with replacement draws Binomial(denominator, p) ones,
+    p = numerator/denominator, so the resampled proportions are drawn from that binomial
+    directly: the same distribution as copying units, at no cost per unit. ``(None, None)``
+    for a zero denominator or ``n_boot`` 0."""
+    _check_bootstrap(n_boot, confidence, seed)
+    if type(numerator) is not int or type(denominator) is not int:
+        raise _invalid("numerator", "integer counts", (numerator, denominator))
+    if not 0 <= numerator <= denominator:
+        raise _invalid("numerator", f"a count in [0, {denominator}]", numerator)
+    if denominator == 0 or n_boot == 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    draws = rng.binomial(denominator, numerator / denominator, size=n_boot) / denominator
+    return percentile_interval(draws, confidence)
+
+
+def proportion_intervals(
+    counts: Sequence[tuple[int, int]], *, n_boot: int, seed: int, confidence: float = 0.95
+) -> list[tuple[float | None, float | None]]:
+    """:func:`proportion_interval` of many ``(numerator, denominator)`` pairs at once (every
+    verdict rate of every group of a table), drawn together from one seeded generator a
+    thousand rows at a time: reproducible for a ``seed``, the same distribution per pair."""
+    _check_bootstrap(n_boot, confidence, seed)
+    for i, (numerator, denominator) in enumerate(counts):
+        if type(numerator) is not int or type(denominator) is not int:
+            raise _invalid(f"counts[{i}]", "integer counts", (numerator, denominator))
+        if not 0 <= numerator <= denominator:
+            raise _invalid(f"counts[{i}]", f"a numerator in [0, {denominator}]", numerator)
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(counts)
+    rows = [i for i, (_, d) in enumerate(counts) if d > 0]
+    if not rows or n_boot == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    tail = (1.0 - confidence) / 2.0
+    for start in range(0, len(rows), 1000):
+        chunk = rows[start : start + 1000]
+        d = np.array([counts[i][1] for i in chunk], dtype=np.int64)
+        p = np.array([counts[i][0] for i in chunk], dtype=np.float64) / d
+        draws = rng.binomial(d[:, None], p[:, None], size=(len(chunk), n_boot)) / d[:, None]
+        low, high = np.quantile(draws, [tail, 1.0 - tail], axis=1)
+        for j, i in enumerate(chunk):
+            out[i] = (float(low[j]), float(high[j]))
+    return out
+
+
+def _unit_bootstrap_totals(columns: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray:
+    """Column totals of ``n_boot`` unit-bootstrap resamples, drawn over the *distinct* rows.
+
+    Drawing n units with replacement draws each distinct row a Multinomial(n, c_j/n) number
+    of times (c_j: its count), so the totals have exactly the distribution of copying units,
+    at a cost in the number of distinct rows, not of units (per-answer counts and scores take
+    few distinct values even for 10^5 answers)."""
+    n = columns.shape[0]
+    if n == 0 or n_boot == 0:
+        return np.empty((0, columns.shape[1]))
+    distinct, counts = np.unique(columns, axis=0, return_counts=True)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, counts / n, size=n_boot)
+    return draws @ distinct
+
+
+def mean_interval(
+    values: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """The bootstrap percentile interval of the mean of ``values`` (e.g. per-answer scores),
+    drawing ``clusters`` (``None``: each value its own) with replacement."""
+    columns = np.column_stack([np.asarray(values, dtype=np.float64), np.ones(len(values))])
+    columns = columns.reshape(len(values), 2)
+    if clusters is None:
+        _check_bootstrap(n_boot, confidence, seed)
+        totals = _unit_bootstrap_totals(columns, n_boot=n_boot, seed=seed)
+    else:
+        totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
+    return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)
+
+
+def ratio_interval(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """The bootstrap percentile interval of Σnumerators / Σdenominators (a pooled rate,
+    e.g. supported claims over verifiable claims), drawing units (answers) or ``clusters``
+    with replacement, each with all of its numerator and denominator."""
+    columns = np.column_stack(
+        [np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)]
+    ).reshape(len(numerators), 2)
+    if clusters is None:
+        _check_bootstrap(n_boot, confidence, seed)
+        totals = _unit_bootstrap_totals(columns, n_boot=n_boot, seed=seed)
+    else:
+        totals = cluster_bootstrap_totals(columns, clusters, n_boot=n_boot, seed=seed)
+    return percentile_interval(_ratio(totals[:, 0], totals[:, 1]), confidence)
+
+
+# --- seed 002's protocol rates, weighted ------------------------------------------------------
+
+
+def pass_rate_estimates(
+    passes: Sequence[bool | None],
+    inclusion_probabilities: Sequence[float | None],
+    queries: Sequence[Hashable],
+    seed: int,
+    n_boot: int = 1000,
+) -> dict[str, Any]:
+    """PassR (answers passing the min-grade rule / answers with a decided pass; unknowns
+    excluded and counted) weighted beside unweighted, bootstrapped over queries."""
+    return rate_estimates(passes, inclusion_probabilities, queries, seed, n_boot)
+
+
+def usability_estimates(
+    query_grades: Sequence[int | None],
+    inclusion_probabilities: Sequence[float | None],
+    seed: int,
+    n_boot: int = 1000,
+) -> dict[str, dict[str, Any]]:
+    """Usable_q (share of queries with e ≥ 1) and HighQ_q (share with e = 2), one value of e
+    per query (``None``: e undefined, no retrieved document — excluded and counted), each
+    weighted beside unweighted and bootstrapped over queries (the sampling unit)."""
+    grades = _listed(query_grades, "query_grades", "a sequence of 0, 1, 2 or None")
+    for i, grade in enumerate(grades):
+        if grade is not None and (type(grade) is not int or grade not in (0, 1, 2)):
+            raise _invalid(f"query_grades[{i}]", "0, 1, 2 or None", grade)
+    usable = [None if e is None else int(e >= 1) for e in grades]
+    high = [None if e is None else int(e == 2) for e in grades]
+    return {
+        "usable_q": rate_estimates(usable, inclusion_probabilities, None, seed, n_boot),
+        "highq_q": rate_estimates(high, inclusion_probabilities, None, seed, n_boot),
+    }
+
+
+NET_GAIN_OUTCOMES = ("G", "S", "B")
+
+
+def net_gain_estimates(
+    outcomes: Sequence[str],
+    inclusion_probabilities: Sequence[float | None],
+    queries: Sequence[Hashable],
+    seed: int,
+    n_boot: int = 1000,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """NetGain = (N_G − N_B)/N × 100% of pairwise outcomes ``G``/``S``/``B``, and its Hájek
+    form Σ w·(g − b) / Σ w × 100% (w = 1/π) when every pair has an inclusion probability,
+    each with a percentile interval from a bootstrap over queries."""
+    _check_bootstrap(n_boot, confidence, seed)
+    outcomes = _listed(outcomes, "outcomes", "a sequence of G, S or B")
+    probabilities = _listed(
+        inclusion_probabilities, "inclusion_probabilities", "a sequence of probabilities"
+    )
+    n = len(outcomes)
+    _check_lengths(n, probabilities, "inclusion_probabilities", "outcomes")
+    for i, outcome in enumerate(outcomes):
+        if outcome not in NET_GAIN_OUTCOMES:
+            raise _invalid(f"outcomes[{i}]", "G, S or B", outcome)
+    missing = sum(1 for p in probabilities if p is None)
+    weighted = missing == 0 and n > 0
+    weights = []
+    for i, p in enumerate(probabilities):
+        if p is None:
+            weights.append(1.0)
+            continue
+        if isinstance(p, bool) or not _real(p) or not 0.0 < p <= 1.0:
+            raise _invalid(f"inclusion_probabilities[{i}]", "an inclusion probability in (0, 1]", p)
+        weights.append(1.0 / p if weighted else 1.0)
+    diff = [(o == "G") - (o == "B") for o in outcomes]
+    columns = np.array(
+        [[w * d, w, float(d), 1.0] for w, d in zip(weights, diff, strict=True)], dtype=np.float64
+    ).reshape(n, 4)
+    index, g = _cluster_codes(queries, n)
+    per_cluster = np.zeros((g, 4))
+    np.add.at(per_cluster, index, columns)
+    totals = _resample(per_cluster, n_boot, seed)
+    point = columns.sum(axis=0)
+
+    def scaled(numerator: float, denominator: float) -> float | None:
+        return None if denominator == 0 else 100.0 * numerator / denominator
+
+    w_low, w_high = percentile_interval(100.0 * _ratio(totals[:, 0], totals[:, 1]), confidence)
+    u_low, u_high = percentile_interval(100.0 * _ratio(totals[:, 2], totals[:, 3]), confidence)
+    return {
+        "n": n,
+        "good": outcomes.count("G"),
+        "same": outcomes.count("S"),
+        "bad": outcomes.count("B"),
+        "prevalence": weighted,
+        "unweighted": {"value": scaled(point[2], point[3]), "low": u_low, "high": u_high},
+        "weighted": {"value": scaled(point[0], point[1]), "low": w_low, "high": w_high}
+        if weighted
+        else None,
+        "weighted_reason": None if weighted else NO_INCLUSION_PROBABILITIES,
+        "missing_probabilities": missing,
+        "clusters": g,
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -58,3 +59,88 @@ class StudyReport(models.Model):
 
     def __str__(self) -> str:
         return f"report {self.pk} of study {self.study_id} ({self.status})"
+
+
+class PredictorKind(models.TextChoices):
+    JUDGE = "judge", "Automated judge"
+    SYSTEM = "system", "System"
+
+
+class PredictionSet(models.Model):
+    """One imported prediction file: a judge's or a system's values of one codebook field
+    for units of a frozen study, and its scores against the final labels.
+
+    A prediction set is never gold: nothing reads it as a label (reliability, outcomes and
+    the claim ledger read ``annotator.labelling`` labels only), and
+    ``metrics.services.prediction_set_refuse_as_gold`` refuses it wherever gold is chosen
+    (``kind`` says whether it is a judge's). ``scores`` is the JSON of
+    ``metrics.estimates.judge_scores`` with the gold counts, computed at import and again on
+    request; ``gold_digest`` names the final records it was scored against.
+    """
+
+    study = models.ForeignKey("audit.Study", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=PredictorKind.choices)
+    name = models.CharField(max_length=200)
+    version = models.CharField(max_length=200)
+    field = models.CharField(max_length=50, help_text="The codebook field predicted.")
+    positive = models.JSONField(
+        null=True, blank=True, help_text="The value a gate lets through (alpha and beta)."
+    )
+    file_name = models.CharField(max_length=255)
+    file_sha256 = models.CharField(max_length=64)
+    file_bytes = models.PositiveBigIntegerField()
+    predictions = models.PositiveIntegerField()
+    scores = models.JSONField(default=dict, blank=True)
+    gold_digest = models.CharField(max_length=64, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "file_sha256"], name="prediction_file_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} {self.version}: {self.field}"
+
+
+class Prediction(models.Model):
+    """One predicted value (JSON; ``null`` is U) of one unit."""
+
+    prediction_set = models.ForeignKey(
+        PredictionSet, on_delete=models.CASCADE, related_name="values"
+    )
+    unit = models.ForeignKey("audit.Unit", on_delete=models.CASCADE, related_name="+")
+    value = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["prediction_set", "unit"], name="prediction_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"prediction {self.pk}"
+
+
+class VeriScoreCohort(models.Model):
+    """VeriScore's K per query domain, frozen for a study: written once, by the first report
+    computed after the study's freeze in which every included complete answer has a final
+    record (so that the cohort is the study's whole cohort, not the part labelled so far).
+    Every later report scores against it; filters and new reports never change it. Until it
+    exists, reports compute K from their own cohort and say that it is provisional."""
+
+    study = models.OneToOneField(
+        "audit.Study", on_delete=models.CASCADE, related_name="veriscore_cohort"
+    )
+    cohort = models.JSONField(help_text='{domain: {"K": float | null, "answers": n}}')
+    answers = models.PositiveIntegerField()
+    report = models.ForeignKey(StudyReport, null=True, on_delete=models.SET_NULL, related_name="+")
+    frozen_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"VeriScore cohort of study {self.study_id}"

@@ -17,6 +17,12 @@ import numpy as np
 
 from metrics import claims as claim_metrics
 from metrics import reliability
+from metrics.estimates import (
+    mean_interval,
+    proportion_intervals,
+    rate_estimates,
+    ratio_interval,
+)
 from metrics.matrices import (
     CLAIM_ITEMS,
     Heads,
@@ -57,6 +63,8 @@ class ReportInputs:
     claim_rows: tuple[dict[str, Any], ...] = ()
     awaiting_final: int = 0
     failed_attempts: int = 0
+    #: (final R_O, inclusion probability, answer) of each tuple unit with a final record.
+    outcomes: tuple[tuple[Any, float | None, int], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     #: A codebook of fields (format 2): each item's level of measurement, by key. Empty
     #: for the first codebooks (every item nominal, claims aligned for answers).
@@ -298,8 +306,10 @@ def report_build(
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
         "versions": versions,
     }
+    report["estimates"] = estimates_build(inputs, n_boot=n_boot, seed=seed)
     if is_answer:
         report["claim_metrics"] = {
+            "veriscore_cohort": claim_cohort(inputs.claim_rows),
             "rows": list(inputs.claim_rows),
             "awaiting_final": inputs.awaiting_final,
             "failed_attempts": inputs.failed_attempts,
@@ -307,17 +317,149 @@ def report_build(
     return report
 
 
-def claim_tables(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The claim-metric tables of (filtered) claim rows: metrics.claims, labelled."""
+def estimates_build(inputs: ReportInputs, *, n_boot: int, seed: int = 0) -> dict[str, Any]:
+    """The rates a paper prints, from the final records, each weighted (Hájek) beside
+    unweighted where every unit has an inclusion probability, with bootstrap intervals over
+    the sampling unit (the answer). ``source-risk``: the share of R_O = 1 among decided
+    tuples (U excluded and counted). ``answer-claims``: each verdict's true share among
+    assessed answers (null excluded and counted)."""
+    rates: list[dict[str, Any]] = []
+    if inputs.codebook.unit == "tuple":
+        values = [value for value, _, _ in inputs.outcomes]
+        probabilities = [probability for _, probability, _ in inputs.outcomes]
+        answers = [answer for _, _, answer in inputs.outcomes]
+        rates.append(
+            {
+                "key": "R_O",
+                "label": "R_O = 1 (material relationship omitted)",
+                "unit": "tuple",
+                **rate_estimates(values, probabilities, answers, seed, n_boot),
+            }
+        )
+    else:
+        assessed = [
+            row
+            for row in inputs.claim_rows
+            if row.get("status") == "complete" and row.get("record")
+        ]
+        probabilities = [row.get("inclusion_probability") for row in assessed]
+        for key in claim_metrics.VERDICTS:
+            rates.append(
+                {
+                    "key": key,
+                    "label": f"{key} = true",
+                    "unit": "answer",
+                    **rate_estimates(
+                        [row.get(key) for row in assessed], probabilities, None, seed, n_boot
+                    ),
+                }
+            )
+    return {"sampling_unit": "answer", "rates": rates}
+
+
+def claim_cohort(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """VeriScore's K per domain from the study's whole cohort: every answer with a final
+    record (answers awaiting one have no claims yet and would pull the median down)."""
     try:
-        return {
+        return claim_metrics.veriscore_cohort([r for r in rows if r.get("record")])
+    except claim_metrics.ClaimsInputError:
+        return {}
+
+
+def claim_tables(
+    rows: Sequence[dict[str, Any]],
+    *,
+    cohort: dict[str, dict[str, Any]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The claim-metric tables of (filtered) claim rows: metrics.claims, labelled.
+
+    ``cohort`` (:func:`claim_cohort` of the report's unfiltered rows) fixes VeriScore's K per
+    domain, so that a filter never changes it; without it K is the median of ``rows``."""
+    try:
+        tables = {
             "evaluate": claim_metrics.evaluate(rows),
             "grouped": claim_metrics.grouped(rows),
             "support_precision": claim_metrics.support_precision(rows),
             "claim_counts": claim_metrics.claim_counts(rows),
-            "veriscore": claim_metrics.veriscore(rows),
+            "veriscore": claim_metrics.veriscore(rows, cohort=cohort),
             "by_position": claim_metrics.support_by_position(rows),
             "error": None,
         }
     except claim_metrics.ClaimsInputError as exc:
         return {"error": f"{exc.code}: {exc}"}
+    _intervals(tables, n_boot=n_boot, seed=seed)
+    _position_intervals(tables["by_position"], rows, n_boot=n_boot, seed=seed)
+    return tables
+
+
+def _position_intervals(
+    bins: list[dict[str, Any]], rows: Sequence[dict[str, Any]], *, n_boot: int, seed: int
+) -> None:
+    """``low``/``high`` of each claim-position bin's support rate, in place: a bootstrap
+    over completed answers (each drawn with all of its claims in the bin, none for an answer
+    without one), as metrics.claims.support_by_position counts them."""
+    count = len(bins)
+    per_answer: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+    for row in rows:
+        if row.get("status") != "complete":
+            continue
+        tallies = [[0, 0] for _ in range(count)]
+        for claim in row.get("claims") or ():
+            position, length = claim.get("position"), claim.get("answer_length")
+            if claim.get("kind", "verifiable") != "verifiable" or position is None or not length:
+                continue
+            tally = tallies[position * count // length]
+            tally[0] += claim.get("supported") is True
+            tally[1] += 1
+        for b in range(count):
+            per_answer[b].append((tallies[b][0], tallies[b][1]))
+    for b, entry in enumerate(bins):
+        entry["low"], entry["high"] = (None, None)
+        if entry["denominator"]:
+            entry["low"], entry["high"] = ratio_interval(
+                [s for s, _ in per_answer[b]],
+                [n for _, n in per_answer[b]],
+                n_boot=n_boot,
+                seed=seed,
+            )
+
+
+def _intervals(tables: dict[str, Any], *, n_boot: int, seed: int) -> None:
+    """Add ``low``/``high`` (95% bootstrap over answers, the sampling unit) to every rate of
+    the claim tables, in place: each verdict rate of every group, pooled support precision,
+    the mean support precision per response and the mean VeriScore."""
+    cells = [
+        entry[name]
+        for entry in [tables["evaluate"], *tables["grouped"]]
+        for name in claim_metrics.VERDICTS
+    ]
+    bounds = proportion_intervals(
+        [(cell["numerator"], cell["denominator"]) for cell in cells], n_boot=n_boot, seed=seed
+    )
+    for cell, (low, high) in zip(cells, bounds, strict=True):
+        cell["low"], cell["high"] = low, high
+    support = tables["support_precision"]
+    per_response = support["per_response"]
+    pooled = support["pooled"]
+    pooled["low"], pooled["high"] = (None, None)
+    if per_response and pooled["denominator"]:
+        pooled["low"], pooled["high"] = ratio_interval(
+            [r["numerator"] for r in per_response],
+            [r["denominator"] for r in per_response],
+            n_boot=n_boot,
+            seed=seed,
+        )
+    rates = [r["rate"] for r in per_response if r["rate"] is not None]
+    support["mean_low"], support["mean_high"] = (
+        mean_interval(rates, n_boot=n_boot, seed=seed) if rates else (None, None)
+    )
+    support["mean_n"] = len(rates)
+    score = tables["veriscore"]
+    scores = [r["score"] for r in score["per_response"] if r["score"] is not None]
+    score["mean_low"], score["mean_high"] = (
+        mean_interval(scores, n_boot=n_boot, seed=seed)
+        if score["mean"] is not None and scores
+        else (None, None)
+    )

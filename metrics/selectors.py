@@ -24,9 +24,18 @@ from itertools import islice
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q
+from django.db.models import (
+    BooleanField,
+    CharField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    Value,
+)
 from django.db.models.fields.json import KT, KeyTransform
-from django.db.models.functions import Length
+from django.db.models.functions import Coalesce, Concat, Length
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.memberships.models import Membership, Role
@@ -57,7 +66,8 @@ from metrics.matrices import (
     heads_from_rows,
     labels_digest_of,
 )
-from metrics.models import ReportStatus, StudyReport
+from metrics.models import Prediction, PredictionSet, ReportStatus, StudyReport
+from metrics.predictions import ENDPOINT, GoldUnit, final_value
 from metrics.report_build import CodebookInfo, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
@@ -198,9 +208,9 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     engine = _engine_fields(codebook.definition or {})
     claim_rows = not is_tuple and not engine  # the first answer codebook's claim metrics
     sealed = sealed_partitions(study)
-    columns = ["id", "partition", "observation__query__domain"]
-    if claim_rows:
-        columns += ["state", "observation_id"]
+    columns = ["id", "partition", "observation__query__domain", "state", "observation_id"]
+    if is_tuple:
+        columns.append("tuple__inclusion_probability")
     ids: list[int] = []
     domains: list[str | None] = []
     present: set[str] = set()
@@ -209,10 +219,7 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         for column, values in ((ids, 0), (domains, 2)):
             column.extend(row[values] for row in chunk)
         present.update(row[1] or UNASSIGNED for row in chunk)
-        if claim_rows:
-            units.update(
-                (row[0], (row[1] or UNASSIGNED, row[2] or "", row[3], row[4])) for row in chunk
-            )
+        units.update((row[0], (row[1] or UNASSIGNED, row[2] or "", *row[3:])) for row in chunk)
     items = _items(study)
     if engine:
         values = {f"v_{f.code}": KT(f"annotation__values__{f.code}") for f in engine}
@@ -245,11 +252,13 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         )
     }
     inputs: dict[str, Any] = {}
+    open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
     if engine:
         inputs = {"levels": {f.code: f.level for f in engine}}
     elif claim_rows:
-        open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
         inputs = _claim_rows(study, units, open_units)
+    else:
+        inputs = {"outcomes": _final_outcomes(study, units, open_units)}
     return ReportInputs(
         study=study.slug,
         codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),
@@ -266,14 +275,19 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     )
 
 
-def _final_annotations(study: Study, states: dict[int, str]) -> dict[int, tuple[str, dict]]:
-    """Each unit's final record: (kind, annotation)."""
+def _final_annotations(
+    study: Study, states: dict[int, str], annotation: Any = "annotation"
+) -> dict[int, tuple[str, Any]]:
+    """Each unit's final record: (kind, annotation). ``annotation`` is the column read for
+    it: the whole annotation, or an expression of the part a caller needs (so that a large
+    study's final records are not all parsed as JSON for four predicates)."""
     adjudicated: dict[int, tuple] = {}
     consensus: dict[int, tuple] = {}
     rows = (
         Label.objects.filter(study=study, kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS))
         .order_by("id")
-        .values_list("unit_id", "kind", "revision", "id", "annotation")
+        .annotate(final_part=annotation if not isinstance(annotation, str) else F(annotation))
+        .values_list("unit_id", "kind", "revision", "id", "final_part")
     )
     for unit_id, kind, revision, pk, annotation in rows:
         target = adjudicated if kind == LabelKind.ADJUDICATED else consensus
@@ -284,6 +298,60 @@ def _final_annotations(study: Study, states: dict[int, str]) -> dict[int, tuple[
             target[unit_id] = (revision, pk, kind, annotation)
     finals = {**consensus, **adjudicated}
     return {unit_id: (row[2], row[3]) for unit_id, row in finals.items()}
+
+
+def _final_outcomes(
+    study: Study, units: dict[int, tuple], open_units: set[int]
+) -> tuple[tuple[Any, float | None, int], ...]:
+    """(final R_O, inclusion probability, answer) of every open tuple unit with a final
+    record, in unit order: what the weighted outcome estimates need (one query)."""
+    # Only the four predicates, as text ("1", "0", or NULL for U): never the whole record.
+    predicates = Concat(
+        *(
+            item
+            for key in "IAMD"
+            for item in (
+                Coalesce(
+                    KT(f"annotation__predicates__{key}"),
+                    Value("U", output_field=CharField()),
+                    output_field=CharField(),
+                ),
+                Value(",", output_field=CharField()),
+            )
+        ),
+        output_field=CharField(),
+    )
+    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()}, predicates)
+    out = []
+    for pk in sorted(open_units):
+        final = finals.get(pk)
+        if final is None:
+            continue
+        _, _, _, observation, probability = units[pk]
+        values = dict(zip("IAMD", (_predicate(v) for v in final[1].split(",")), strict=False))
+        out.append((final_value({"predicates": values}, ENDPOINT), probability, observation))
+    return tuple(out)
+
+
+def _predicate(text: str) -> int | None:
+    return {"0": 0, "1": 1}.get(text)
+
+
+def _answer_probabilities(study: Study) -> dict[int, float | None]:
+    """Each answer's inclusion probability: the one its tuples share (``None`` when a tuple
+    has none, when they differ, or when the answer has no tuple)."""
+    seen: dict[int, set[float | None]] = {}
+    rows = (
+        Tuple.objects.filter(study=study)
+        .order_by()
+        .values_list("observation_id", "inclusion_probability")
+    )
+    for observation, probability in rows:
+        seen.setdefault(observation, set()).add(probability)
+    return {
+        observation: next(iter(values)) if len(values) == 1 else None
+        for observation, values in seen.items()
+    }
 
 
 def _claim_of(claim: dict, urls: dict[str, str], answer_length: int) -> dict[str, Any]:
@@ -311,6 +379,7 @@ def _claim_of(claim: dict, urls: dict[str, str], answer_length: int) -> dict[str
 def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> dict[str, Any]:
     states = {pk: unit[2] for pk, unit in units.items()}
     unit_of_observation = {unit[3]: pk for pk, unit in units.items()}
+    probabilities = _answer_probabilities(study)
     finals = _final_annotations(study, states)
     urls = dict(
         Tuple.objects.filter(study=study).values_list("source__digest", "source__canonical_url")
@@ -323,6 +392,7 @@ def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> 
             question_id=F("query__query_id"),
             question_version=F("query__question_version"),
             question_type=F("query__question_type"),
+            domain=F("query__domain"),
             service=F("answer__service"),
             mode=F("answer__mode"),
             model=F("answer__model"),
@@ -340,6 +410,8 @@ def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> 
             key: obs[key]
             for key in ("question_id", "question_version", "question_type", "service", "mode")
         }
+        identity["domain"] = obs["domain"] or None
+        identity["inclusion_probability"] = probabilities.get(obs["id"])
         identity["model"] = obs["model"] or None
         if obs["status"] == AnswerStatus.FAILED:
             failed += 1
@@ -451,3 +523,71 @@ def latest_report(study: Study) -> dict[str, Any] | None:
 
 def gate_stage(*, study: Study) -> str | None:
     return StudyGate.objects.filter(study=study).values_list("reached", flat=True).first()
+
+
+# --- predictions ---------------------------------------------------------------------------
+
+
+def study_unit_ids_by_digest(*, study: Study) -> dict[str, int]:
+    """unit digest -> unit id, for checking a prediction file's lines (one query)."""
+    return dict(Unit.objects.filter(study=study).values_list("digest", "id").order_by())
+
+
+def prediction_gold_fetch(*, study: Study, field: str) -> dict[int, GoldUnit]:
+    """Every unit of the study with its domain and its final record's value of ``field``
+    (two queries: units, final labels). The final record is the latest adjudicated label,
+    else the latest consensus label while the unit is agreed; never an independent label,
+    never a prediction."""
+    units = list(
+        Unit.objects.filter(study=study)
+        .order_by()
+        .values_list("id", "state", "observation__query__domain")
+    )
+    finals = _final_annotations(study, {pk: state for pk, state, _ in units})
+    gold = {}
+    for pk, _, domain in units:
+        final = finals.get(pk)
+        value = final_value(final[1] or {}, field) if final is not None else None
+        gold[pk] = GoldUnit(domain=domain or "", final=final is not None, value=value)
+    return gold
+
+
+def prediction_values_fetch(*, prediction_set: PredictionSet) -> dict[int, Any]:
+    """unit id -> predicted value of a prediction set (one query)."""
+    return dict(
+        Prediction.objects.filter(prediction_set=prediction_set)
+        .order_by()
+        .values_list("unit_id", "value")
+    )
+
+
+def prediction_sets_of(*, study: Study) -> list[PredictionSet]:
+    return list(PredictionSet.objects.filter(study=study).order_by("-id"))
+
+
+def prediction_set_get(*, study: Study, pk: int) -> PredictionSet | None:
+    return PredictionSet.objects.filter(study=study, pk=pk).first()
+
+
+def prediction_sets_for_release(*, study: Study) -> list[dict[str, Any]]:
+    """The study's prediction sets with their scores, oldest first (one query): what a
+    release's ``predictions.json`` holds. Scores only: predicted values are not labels and
+    never enter a release's label tables."""
+    return list(
+        PredictionSet.objects.filter(study=study)
+        .order_by("id")
+        .values(
+            "id",
+            "kind",
+            "name",
+            "version",
+            "field",
+            "positive",
+            "file_name",
+            "file_sha256",
+            "predictions",
+            "gold_digest",
+            "scored_at",
+            "scores",
+        )
+    )

@@ -30,13 +30,14 @@ from audit.partitions.selectors import PARTITION_LABELS
 from audit.queueing import STUDY_REPORT_REFRESH, queue_job_once
 from metrics.charts import forest, heat_map
 from metrics.claims import VERDICTS as CLAIM_VERDICTS
+from metrics.display import rate_view
 from metrics.models import StudyReport
 from metrics.reliability import (
     REASON_NO_PAIRABLE_VALUES,
     REASON_SINGLE_CATEGORY,
     REASON_TOO_FEW_SHARED_UNITS,
 )
-from metrics.report_build import TREATMENTS, claim_tables
+from metrics.report_build import TREATMENTS, claim_cohort, claim_tables
 from metrics.selectors import (
     gate_stage,
     report_current,
@@ -221,6 +222,18 @@ def _verdict_table(tables: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _resamples(data: dict[str, Any]) -> int:
+    """The report's bootstrap size, for the intervals the page adds to the claim tables."""
+    return int((data.get("bootstrap") or {}).get("n_boot") or 1000)
+
+
+def _cohort(metrics: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """VeriScore's K per domain as the report froze it (a report stored before it kept one:
+    from all of its rows), never from the filtered rows."""
+    stored = metrics.get("veriscore_cohort")
+    return stored if stored is not None else claim_cohort(rows)
+
+
 def _status_context(study: Study, current: StudyReport | None) -> dict[str, Any]:
     return {"study": study, "current": current}
 
@@ -258,8 +271,11 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
     if metrics is not None:
         rows = list(metrics.get("rows") or [])
         chosen = _filtered(rows, filters)
+        cohort = _cohort(metrics, rows)
         claim_view = {
-            **claim_tables(chosen),
+            **claim_tables(chosen, cohort=cohort, n_boot=_resamples(data)),
+            "cohort": cohort,
+            "cohort_state": metrics.get("veriscore_cohort_state") or {},
             "options": _options(rows),
             "filters": filters,
             "rows": len(chosen),
@@ -282,6 +298,7 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
         "query": request.GET.urlencode(),
         "verdict_names": CLAIM_VERDICTS,
         "verdict_rows": _verdict_table(claim_view) if claim_view else [],
+        "estimates": [rate_view(rate) for rate in (data.get("estimates") or {}).get("rates") or []],
         **_status_context(study, current),
         **_stamp(study, report),
     }
@@ -455,6 +472,8 @@ def _verdict_rows(tables: dict[str, Any]) -> list[list[Any]]:
             "numerator",
             "denominator",
             "rate",
+            "low",
+            "high",
             "unknown",
         ]
     ]
@@ -477,6 +496,8 @@ def _verdict_rows(tables: dict[str, Any]) -> list[list[Any]]:
                     counts["numerator"],
                     counts["denominator"],
                     counts["rate"],
+                    counts.get("low"),
+                    counts.get("high"),
                     counts["unknown"],
                 ]
             )
@@ -498,12 +519,12 @@ def _support_rows(tables: dict[str, Any]) -> list[list[Any]]:
             "unknown",
             "empty_answer",
             "veriscore",
+            "domain",
             "K",
         ]
     ]
     if tables.get("error"):
         return out
-    k = tables["veriscore"]["K"]
     for support, score in zip(
         tables["support_precision"]["per_response"],
         tables["veriscore"]["per_response"],
@@ -523,7 +544,8 @@ def _support_rows(tables: dict[str, Any]) -> list[list[Any]]:
                 support["unknown"],
                 support["empty_answer"],
                 score["score"],
-                k,
+                score["domain"] or "",
+                score["K"],
             ]
         )
     return out
@@ -554,7 +576,10 @@ def study_reliability_csv(request: HttpRequest, slug: str) -> HttpResponse:
         rows = builders[table](data)
     else:
         metrics = data.get("claim_metrics") or {}
-        tables = claim_tables(_filtered(list(metrics.get("rows") or []), filters))
+        rows = list(metrics.get("rows") or [])
+        tables = claim_tables(
+            _filtered(rows, filters), cohort=_cohort(metrics, rows), n_boot=_resamples(data)
+        )
         rows = _verdict_rows(tables) if table == "claim_verdicts" else _support_rows(tables)
     stamp = [
         f"# codebook {report.codebook_name} {report.codebook_version}",

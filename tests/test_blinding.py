@@ -138,6 +138,8 @@ def values_by_name(world: World, owner: str) -> dict[str, tuple[list[Any], Any, 
         "username": ([user.username], "nobody-at-all", True),
         "pseudonym": ([pseudonym], "a-0000000000", True),
         "membership_id": ([membership.pk], 999_999, True),
+        # Researchers' pages: B is refused before any prediction set is looked up.
+        "prediction_set_id": ([1], 999_999, False),
     }
 
 

@@ -56,6 +56,9 @@ TABLES = {
     "annotator.GoldItem": "annotator_golditem",
     "annotator.KeptDraft": "annotator_keptdraft",
     "metrics.StudyReport": "metrics_studyreport",
+    "metrics.PredictionSet": "metrics_predictionset",
+    "metrics.Prediction": "metrics_prediction",
+    "metrics.VeriScoreCohort": "metrics_veriscorecohort",
 }
 
 

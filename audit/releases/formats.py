@@ -46,6 +46,7 @@ README = "README.md"
 CODEBOOK = "codebook.json"
 STAGE = "stage.json"
 RELIABILITY = "reliability.json"
+PREDICTIONS = "predictions.json"
 RECORDS = "records.jsonl"
 TABLE_FORMATS = ("jsonl", "csv", "parquet")
 TABLE_NAMES = ("labels_independent", "labels_final", "labels_gold", "outcomes")
@@ -55,6 +56,7 @@ BUNDLE_FILES = (
     CODEBOOK,
     STAGE,
     RELIABILITY,
+    PREDICTIONS,
     RECORDS,
     *(f"{table}.{ext}" for table in TABLE_NAMES for ext in TABLE_FORMATS),
     MANIFEST,
@@ -732,6 +734,22 @@ def render_datasheet(facts: Mapping[str, Any]) -> str:
         add("")
     add("## Reliability\n")
     add(f"{f['reliability_note']}\n")
+    if f.get("estimates_lines"):
+        add("## Rates on the final labels\n")
+        add(
+            "From the reliability report's final records: value, 95% bootstrap interval over "
+            "answers, counts. A prevalence (Hájek, weighted by 1/π) only where every unit has "
+            "an inclusion probability; otherwise the share of the labelled sample.\n"
+        )
+        for line in f["estimates_lines"]:
+            add(f"- {line}")
+        add("")
+    add("## Predictions (never labels, never gold)\n")
+    add(f"{f.get('predictions_note') or 'No prediction file was scored for this study.'}\n")
+    for line in f.get("predictions_lines") or ():
+        add(f"- {line}")
+    if f.get("predictions_lines"):
+        add("")
     add("## Files\n")
     add("| file | rows | content |\n|---|---:|---|")
     for name, rows, what in f["files"]:

@@ -56,7 +56,7 @@ from audit.partitions.selectors import partition_sealed
 from audit.queueing import RELEASE_BUILD, queue_job
 from audit.releases import formats as rf
 from audit.releases.models import Release, ReleaseStatus
-from metrics.selectors import latest_report
+from metrics.selectors import latest_report, prediction_sets_for_release
 
 logger = logging.getLogger("claimgate.releases")
 
@@ -436,6 +436,7 @@ def bundle_write(
     }
     rf.write_json(rf.bundle_file(directory, rf.STAGE), stage_doc)
     reliability_note = _reliability(study, directory)
+    predictions_note, predictions_lines = _predictions(study, directory)
 
     files_rows = [
         (rf.CODEBOOK, None, f"the codebook {codebook.name} {codebook.version}, as stored"),
@@ -443,6 +444,10 @@ def bundle_write(
     ]
     if (directory / rf.RELIABILITY).exists():
         files_rows.append((rf.RELIABILITY, None, "the latest reliability report"))
+    if (directory / rf.PREDICTIONS).exists():
+        files_rows.append(
+            (rf.PREDICTIONS, len(predictions_lines), "prediction sets scored against gold")
+        )
     files_rows.append(
         (rf.RECORDS, sum(tally.kinds.values()), "every label as a full record (+ header)")
     )
@@ -499,6 +504,9 @@ def bundle_write(
         "withheld_texts": withheld.as_dict(),
         "boundary": boundary,
         "reliability_note": reliability_note,
+        "estimates_lines": _estimates_lines(study),
+        "predictions_note": predictions_note,
+        "predictions_lines": predictions_lines,
         "files": files_rows,
         "pyarrow": pyarrow.__version__,
     }
@@ -643,6 +651,79 @@ def _reliability(study: Study, directory: Path) -> str:
         f"`{rf.RELIABILITY}` holds the latest reliability report of the study, computed on "
         "the original independent labels."
     )
+
+
+def _interval_text(estimate: dict[str, Any] | None, counts: str = "") -> str:
+    if not estimate or estimate.get("value") is None:
+        return f"undefined{f' ({counts})' if counts else ''}"
+    low, high = estimate.get("low"), estimate.get("high")
+    interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+    return f"{estimate['value']:.3f}{interval}{f' ({counts})' if counts else ''}"
+
+
+def _counts(estimate: dict[str, Any] | None) -> str:
+    if not estimate or estimate.get("denominator") is None:
+        return ""
+    return f"{estimate['numerator']}/{estimate['denominator']}"
+
+
+def _estimates_lines(study: Study) -> list[str]:
+    """The report's rates on the final labels, one line each (none without a report)."""
+    report = latest_report(study)
+    rates = (((report or {}).get("report") or {}).get("estimates") or {}).get("rates") or []
+    lines = []
+    for rate in rates:
+        counts = f"{rate['numerator']}/{rate['n']}"
+        text = f"{rate['label']}: sample share {_interval_text(rate['unweighted'], counts)}"
+        if rate.get("weighted"):
+            text += f"; prevalence (Hájek) {_interval_text(rate['weighted'])}"
+        else:
+            text += (
+                f"; not a prevalence ({rate['missing_probabilities']} units without an "
+                "inclusion probability)"
+            )
+        lines.append(text)
+    return lines
+
+
+def _predictions(study: Study, directory: Path) -> tuple[str, list[str]]:
+    """Bundle the study's prediction sets with their scores (``predictions.json``) and
+    describe each in a line; the predicted values stay out of every label table."""
+    sets = prediction_sets_for_release(study=study)
+    if not sets:
+        return "No prediction file was scored against this study's final labels.", []
+    for entry in sets:
+        entry["scored_at"] = (
+            mapping.format_instant(entry["scored_at"]) if entry["scored_at"] else None
+        )
+    rf.write_json(
+        rf.bundle_file(directory, rf.PREDICTIONS),
+        {"format": 1, "study": study.slug, "prediction_sets": sets},
+    )
+    lines = []
+    for entry in sets:
+        result = entry["scores"] or {}
+        scores = result.get("scores") or {}
+        text = (
+            f"{entry['kind']} {entry['name']} {entry['version']}, field {entry['field']}: "
+            f"{result.get('scored', 0)} units scored, {result.get('awaiting_final', 0)} awaiting "
+            "a final label"
+        )
+        if scores:
+            text += (
+                f"; accuracy {_interval_text(scores['accuracy'], _counts(scores['accuracy']))}"
+                f"; kappa {_interval_text(scores['kappa'])}"
+            )
+            for key, name in (("accepted_error", "alpha"), ("false_block", "beta")):
+                if scores.get(key):
+                    text += f"; {name} {_interval_text(scores[key], _counts(scores[key]))}"
+        lines.append(text)
+    note = (
+        f"`{rf.PREDICTIONS}` holds every prediction set scored against the final labels, with "
+        "its scores (95% intervals clustered by query domain). Predictions are never labels: "
+        "they are in no label table of this release and never served as gold."
+    )
+    return note, lines
 
 
 # --- reads for pages and the API ---------------------------------------------------------

@@ -34,7 +34,9 @@ from metrics.claims import (
     support_by_position,
     support_precision,
     veriscore,
+    veriscore_cohort,
 )
+from metrics.report_build import claim_tables
 
 # --- seed 003's fixture ---------------------------------------------------------------------
 
@@ -331,7 +333,9 @@ def test_veriscore_of_no_responses_has_no_reference_and_no_mean():
     assert result == {
         "K": None,
         "K_source": "cohort_median",
+        "K_by_domain": {},
         "responses": 0,
+        "scored": 0,
         "per_response": [],
         "mean": None,
     }
@@ -794,3 +798,78 @@ def test_claim_level_rates_stay_in_range_and_add_up(rows, bins):
         if claim["kind"] == "verifiable" and claim.get("position") is not None
     )
     assert sum(entry["denominator"] for entry in positions) == placed
+
+
+# --- VeriScore's K: per domain, from the whole cohort, never from a report's filter -----------
+
+
+def _cohort() -> list[dict[str, Any]]:
+    # Domain "health": service alpha answers with 14 (11 supported), 13 and 12 claims,
+    # service beta with 3, 5, 7 and 7. Median of all seven: 7. Of alpha's alone: 13.
+    alpha = [
+        answer(supported=11, unsupported=3, service="alpha", domain="health"),
+        answer(supported=13, service="alpha", domain="health"),
+        answer(supported=12, service="alpha", domain="health"),
+    ]
+    beta = [answer(supported=n, service="beta", domain="health") for n in (3, 5, 7, 7)]
+    other = [answer(supported=2, service="alpha", domain="travel")]
+    return alpha + beta + other
+
+
+def test_veriscore_cohort_k_is_the_median_claim_count_per_domain():
+    cohort = veriscore_cohort(_cohort())
+    assert cohort == {"health": {"K": 7.0, "answers": 7}, "travel": {"K": 2.0, "answers": 1}}
+
+
+def test_filtering_a_report_to_one_service_never_moves_k():
+    rows = _cohort()
+    cohort = veriscore_cohort(rows)
+    alpha_only = [row for row in rows if row["service"] == "alpha"]
+
+    moved = veriscore([r for r in alpha_only if r["domain"] == "health"])
+    assert moved["K"] == 13.0  # what recomputing K from the filter would do
+
+    tables = claim_tables(alpha_only, cohort=cohort)
+    result = tables["veriscore"]
+    assert result["K_source"] == "cohort_by_domain"
+    assert result["K_by_domain"] == {"health": 7.0, "travel": 2.0}
+    first = result["per_response"][0]
+    assert (first["K"], first["C"], first["s"]) == (7.0, 14, 11)
+    assert first["recall"] == 1.0
+    assert first["score"] == pytest.approx(0.88)
+
+
+def test_a_cohort_with_k_and_a_given_k_are_not_both_allowed():
+    with pytest.raises(ClaimsInputError) as refused:
+        veriscore([answer(supported=1)], K=3, cohort={"": {"K": 2.0}})
+    assert refused.value.field == "K"
+
+
+def test_an_answer_of_a_domain_without_k_is_counted_not_scored():
+    cohort = {"health": {"K": 7.0, "answers": 7}}
+    rows = [
+        answer(supported=11, unsupported=3, domain="health"),
+        answer(supported=2, domain="travel"),
+    ]
+    result = veriscore(rows, cohort=cohort)
+    assert (result["responses"], result["scored"]) == (2, 1)
+    assert result["per_response"][1]["score"] is None
+    assert result["mean"] == pytest.approx(0.88)
+
+
+def test_every_claim_position_bin_has_its_interval_over_answers():
+    def placed(supported: bool, position: int) -> dict[str, Any]:
+        claim = _claim("claim", GUIDE, "passage", supported, supported, "reason")
+        return {**claim, "position": position, "answer_length": 100}
+
+    rows = [
+        {**answer(), "supported": False, "claims": [placed(True, 5), placed(False, 90)]},
+        {**answer(), "supported": True, "claims": [placed(True, 10)]},
+    ]
+    bins = claim_tables(rows, n_boot=500)["by_position"]
+    first, last = bins[0], bins[-1]
+    assert (first["numerator"], first["denominator"]) == (2, 2)
+    assert (first["low"], first["high"]) == (1.0, 1.0)
+    assert (last["numerator"], last["denominator"]) == (0, 1)
+    assert (last["low"], last["high"]) == (0.0, 0.0)
+    assert (bins[2]["low"], bins[2]["high"]) == (None, None)  # no claim there

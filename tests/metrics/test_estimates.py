@@ -16,12 +16,21 @@ from hypothesis import strategies as st
 from metrics import reliability as rel
 from metrics.estimates import (
     LENGTH_MISMATCH,
+    NO_INCLUSION_PROBABILITIES,
     NO_VALUES,
     EstimateInputError,
     cluster_bootstrap_totals,
     hajek,
     hajek_bootstrap,
     judge_scores,
+    mean_interval,
+    net_gain_estimates,
+    pass_rate_estimates,
+    proportion_interval,
+    proportion_intervals,
+    rate_estimates,
+    ratio_interval,
+    usability_estimates,
 )
 
 # --- Hájek ----------------------------------------------------------------------------------
@@ -317,3 +326,154 @@ def test_judge_scores_point_values_match_their_definitions(pairs):
     if gold_pass:
         blocked = sum(1 for p in gold_pass if p != "pass") / len(gold_pass)
         assert scores.false_block.value == pytest.approx(blocked)
+
+
+# --- a report's rate ------------------------------------------------------------------------
+
+
+def test_a_rate_with_inclusion_probabilities_is_a_prevalence_weighted_beside_unweighted():
+    result = rate_estimates([1, 0, 0, 0], [0.25, 0.25, 0.5, 0.5], ["a", "a", "b", "c"], seed=3)
+    assert result["prevalence"] is True
+    assert result["weighted"]["value"] == pytest.approx(1 / 3)
+    assert result["unweighted"]["value"] == pytest.approx(0.25)
+    assert (result["n"], result["numerator"], result["clusters"]) == (4, 1, 3)
+    low, high = result["weighted"]["low"], result["weighted"]["high"]
+    assert 0.0 <= low <= 1 / 3 <= high <= 1.0
+
+
+def test_a_rate_without_every_inclusion_probability_is_not_a_prevalence():
+    result = rate_estimates([1, 0, None, 1], [0.5, None, 0.5, 0.5], None, seed=3, n_boot=200)
+    assert result["prevalence"] is False
+    assert result["weighted"] is None
+    assert result["weighted_reason"] == NO_INCLUSION_PROBABILITIES
+    assert result["missing_probabilities"] == 1
+    assert (result["n"], result["excluded"], result["numerator"]) == (3, 1, 2)
+    assert result["unweighted"]["value"] == pytest.approx(2 / 3)
+    assert result["unweighted"]["low"] <= result["unweighted"]["high"]
+
+
+def test_a_rate_of_nothing_is_undefined():
+    result = rate_estimates([], [], None, seed=0, n_boot=10)
+    assert result["prevalence"] is False
+    assert result["unweighted"]["value"] is None
+
+
+def test_a_hand_made_two_by_two_with_u_and_its_clustered_interval():
+    # Gate values pass/fail plus U. Domain "a": three units where the judge agrees with
+    # gold (pass/pass, fail/fail, U/U); domain "b": three where it does not (pass/fail,
+    # fail/pass, fail/U).
+    # Confusion (rows gold, columns judge):
+    #          fail pass  U
+    #   fail     1    1   1
+    #   pass     1    1   0
+    #   U        0    0   1
+    # Accuracy 3/6; gold totals 3, 2, 1 and judge totals 2, 2, 2 give p_e = 12/36 = 1/3 and
+    # kappa = (1/2 - 1/3)/(2/3) = 1/4. With positive "pass": alpha = gold fail passed = 1/3,
+    # beta = gold pass blocked = 1/2.
+    gold = ["pass", "fail", None, "pass", "fail", "fail"]
+    judge = ["pass", "fail", None, "fail", "pass", None]
+    domains = ["a", "a", "a", "b", "b", "b"]
+    scores = judge_scores(judge, gold, domains, seed=7, n_boot=1000, positive="pass")
+    assert scores.confusion == ((1, 1, 1), (1, 1, 0), (0, 0, 1))
+    assert scores.kappa.value == pytest.approx(1 / 4)
+    assert (scores.accepted_error.numerator, scores.accepted_error.denominator) == (1, 3)
+    assert (scores.false_block.numerator, scores.false_block.denominator) == (1, 2)
+    # Two domains drawn with replacement: (a, a) gives accuracy 1, (b, b) 0 and a mixed draw
+    # 1/2, each pair with probability 1/4, 1/4, 1/2. With 1000 draws both ends occur far more
+    # than 2.5% of the time, so the 95% interval is [0, 1]: domains move together.
+    assert (scores.accuracy.low, scores.accuracy.high) == (0.0, 1.0)
+    # The same units drawn one by one (no clustering) give a narrower interval.
+    units = judge_scores(judge, gold, None, seed=7, n_boot=1000, positive="pass")
+    assert units.accuracy.high - units.accuracy.low < 1.0
+
+
+def test_proportion_interval_is_the_unit_bootstrap_of_a_share():
+    low, high = proportion_interval(30, 100, n_boot=2000, seed=5)
+    # The normal approximation gives 0.3 ± 1.96·sqrt(0.3·0.7/100) = [0.210, 0.390].
+    assert low == pytest.approx(0.21, abs=0.02)
+    assert high == pytest.approx(0.39, abs=0.02)
+    assert proportion_interval(0, 0, n_boot=100, seed=5) == (None, None)
+    assert proportion_interval(4, 4, n_boot=100, seed=5) == (1.0, 1.0)
+    with pytest.raises(EstimateInputError):
+        proportion_interval(5, 4, n_boot=100, seed=5)
+
+
+def test_pooled_ratio_interval_draws_answers_with_all_their_claims():
+    # Two answers: 9 of 9 claims supported, 0 of 1. Pooled 9/10; a resample draws the
+    # answers whole, so the pooled rate is 1 (both the first), 0.9 (one each) or 0 (both
+    # the second): never a value in between.
+    low, high = ratio_interval([9, 0], [9, 1], n_boot=1000, seed=2)
+    assert (low, high) == (0.0, 1.0)
+    low, high = mean_interval([0.5, 0.5, 0.5], n_boot=100, seed=2)
+    assert (low, high) == (0.5, 0.5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=40), st.integers(0, 2**16))
+def test_the_unit_bootstrap_over_distinct_values_matches_copying_units(values, seed):
+    # Drawing distinct values by multinomial counts and drawing units one by one are the
+    # same distribution: with many resamples their intervals agree closely.
+    fast = mean_interval(values, n_boot=4000, seed=seed)
+    slow = mean_interval(values, list(range(len(values))), n_boot=4000, seed=seed)
+    spread = max(values) - min(values)
+    assert fast[0] == pytest.approx(slow[0], abs=0.15 * spread + 1e-9)
+    assert fast[1] == pytest.approx(slow[1], abs=0.15 * spread + 1e-9)
+
+
+# --- seed 002's protocol rates, weighted ------------------------------------------------------
+
+
+def test_pass_rate_weighted_beside_unweighted_over_queries():
+    result = pass_rate_estimates(
+        [True, False, False, False, None],
+        [0.25, 0.25, 0.5, 0.5, 0.5],
+        ["q1", "q1", "q2", "q3", "q3"],
+        seed=1,
+    )
+    assert result["weighted"]["value"] == pytest.approx(1 / 3)
+    assert result["unweighted"]["value"] == pytest.approx(0.25)
+    assert (result["n"], result["excluded"], result["clusters"]) == (4, 1, 3)
+
+
+def test_usable_and_highq_per_query_weighted():
+    # e = 2, 1, 0, None with π = 0.25, 0.5, 0.5, 0.5: weights 4, 2, 2 (the None is counted).
+    result = usability_estimates([2, 1, 0, None], [0.25, 0.5, 0.5, 0.5], seed=1, n_boot=200)
+    usable, high = result["usable_q"], result["highq_q"]
+    assert usable["weighted"]["value"] == pytest.approx(6 / 8)
+    assert usable["unweighted"]["value"] == pytest.approx(2 / 3)
+    assert high["weighted"]["value"] == pytest.approx(4 / 8)
+    assert high["unweighted"]["value"] == pytest.approx(1 / 3)
+    assert usable["excluded"] == 1
+    with pytest.raises(EstimateInputError) as caught:
+        usability_estimates([3], [0.5], seed=1)
+    assert caught.value.field == "query_grades[0]"
+
+
+def test_net_gain_reproduces_seed_002_and_weights_it():
+    # Seed 002: G 189, S 711, B 100 -> +8.9%.
+    outcomes = ["G"] * 189 + ["S"] * 711 + ["B"] * 100
+    queries = [f"q{i}" for i in range(1000)]
+    result = net_gain_estimates(outcomes, [None] * 1000, queries, seed=3, n_boot=500)
+    assert result["unweighted"]["value"] == pytest.approx(8.9)
+    assert result["weighted"] is None
+    assert result["weighted_reason"] == NO_INCLUSION_PROBABILITIES
+    low, high = result["unweighted"]["low"], result["unweighted"]["high"]
+    assert 4.5 < low < 8.9 < high < 13.5  # the seed's normal interval is [5.61, 12.19]
+    # Weighted: one G at π = 0.25 (w 4), one B at π = 0.5 (w 2), one S at π = 0.5 (w 2):
+    # (4 - 2) / 8 = +25%, unweighted (1 - 1)/3 = 0%.
+    weighted = net_gain_estimates(["G", "B", "S"], [0.25, 0.5, 0.5], ["a", "b", "c"], seed=3)
+    assert weighted["weighted"]["value"] == pytest.approx(25.0)
+    assert weighted["unweighted"]["value"] == pytest.approx(0.0)
+
+
+def test_many_proportion_intervals_at_once():
+    bounds = proportion_intervals([(30, 100), (0, 0), (4, 4), (0, 7)], n_boot=2000, seed=5)
+    assert bounds[0][0] == pytest.approx(0.21, abs=0.02)
+    assert bounds[0][1] == pytest.approx(0.39, abs=0.02)
+    assert bounds[1:] == [(None, None), (1.0, 1.0), (0.0, 0.0)]
+    assert proportion_intervals([(30, 100)], n_boot=500, seed=5) == proportion_intervals(
+        [(30, 100)], n_boot=500, seed=5
+    )
+    with pytest.raises(EstimateInputError) as caught:
+        proportion_intervals([(1, 2), (3, 2)], n_boot=10, seed=0)
+    assert caught.value.field == "counts[1]"

@@ -175,6 +175,36 @@ def test_answer_claims_report_aligns_claims_and_counts_failed_attempts(db):
     assert metrics["failed_attempts"] == len(failed) > 0
     assert sum(1 for row in rows if row.get("record") == "consensus") == 2
     assert metrics["awaiting_final"] == len(rows) - len(failed) - 2
+    # VeriScore's K per domain from the cohort of answers with a final record, stored.
+    cohort = metrics["veriscore_cohort"]
+    assert sum(entry["answers"] for entry in cohort.values()) == 2
+    assert set(cohort) <= {row["domain"] for row in rows}
+
+
+def test_a_service_filter_never_changes_veriscore_k(db):
+    study = make_study("relk", "answer-claims-1.0.0", "answer-claims.jsonl")
+    people = add_people(study)
+    for _ in range(3):
+        for who in ("ann_a", "ann_b"):
+            assignment = assignment_next(study=study, annotator=people[who])
+            label = label_submit(
+                assignment=assignment,
+                annotation=answer_claims(unit_content(unit=assignment.unit)),
+                client_submission_id=uuid.uuid4(),
+                parent_digest=None,
+            ).label
+            label_submitted.run(label.pk)
+    report = report_compute(study=study).report
+    rows = [r for r in report["claim_metrics"]["rows"] if r.get("record")]
+    client = Client()
+    client.force_login(people["res"])
+    whole = client.get(f"/studies/{study.slug}/reliability/").context["claims"]
+    one = rows[0]["service"]
+    filtered = client.get(f"/studies/{study.slug}/reliability/?service={one}").context["claims"]
+    assert filtered["cohort"] == whole["cohort"] == report["claim_metrics"]["veriscore_cohort"]
+    for entry in filtered["veriscore"]["per_response"]:
+        # An answer of a domain with no final record yet has no K (and no score).
+        assert entry["K"] == (whole["cohort"].get(entry["domain"] or "") or {}).get("K")
 
 
 # --- sealing -------------------------------------------------------------------------------
