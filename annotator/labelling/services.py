@@ -20,6 +20,7 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record
+from audit.contract.canonical import canonical_json
 from audit.contract.errors import ContractError
 from audit.contract.texts import text_problem
 from audit.queueing import LABEL_SUBMITTED, queue_job
@@ -59,6 +60,17 @@ class DraftConflict(AnnotationError):
     def __init__(self, message: str, *, draft: Draft) -> None:
         super().__init__(message)
         self.draft = draft
+
+
+class RevisionUnchanged(AnnotationError):
+    """The submission is identical to the latest revision: nothing new to store (labels are
+    append-only, so an identical revision would only add a row that says nothing)."""
+
+    code = "unchanged_revision"
+
+    def __init__(self, message: str, *, head: Label) -> None:
+        super().__init__(message)
+        self.head = head
 
 
 class AssignmentClosed(AnnotationError):
@@ -208,9 +220,31 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
                 unit = candidate
         if unit is None:
             return None
-        assignment = Assignment.objects.create(study=study, unit=unit, annotator=annotator)
+        assignment = _assignment_create(study=study, unit=unit, annotator=annotator)
         Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
     return assignment
+
+
+def _assignment_create(*, study: Study, unit: Unit, annotator: AbstractBaseUser) -> Assignment:
+    """The slot, numbered next in this annotator's own queue of the study. Two of their
+    tabs asking at the same moment would take the same number: the unique constraint
+    refuses the later one, which then counts again (after the first has committed)."""
+    for attempt in range(3):
+        last = (
+            Assignment.objects.filter(study=study, annotator=annotator)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        try:
+            with transaction.atomic():
+                return Assignment.objects.create(
+                    study=study, unit=unit, annotator=annotator, number=(last or 0) + 1
+                )
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 # --- drafts ---------------------------------------------------------------------------
@@ -236,6 +270,11 @@ def draft_save(
         draft.version += 1
         draft.save(update_fields=["payload", "version", "updated_at"])
     return draft
+
+
+def draft_discard(*, assignment: Assignment) -> None:
+    """Drop the assignment's draft (a submission that changed nothing leaves none behind)."""
+    Draft.objects.filter(assignment=assignment).delete()
 
 
 # --- submissions ---------------------------------------------------------------------
@@ -351,6 +390,14 @@ def label_submit(
         result = check_record(record, codebook_registry())
         if not result.ok:
             raise LabelRefused(result.message or "refused", code=result.reason)
+        if head is not None and canonical_json(record["annotation"]) == canonical_json(
+            head.annotation
+        ):
+            raise RevisionUnchanged(
+                f"this revision is identical to your revision {head.revision}: nothing "
+                "changed, so nothing new was stored",
+                head=head,
+            )
         assisted = record["annotation"].get("assisted")
         try:
             with transaction.atomic():

@@ -190,7 +190,10 @@ def assign(unit: Any, user: Any) -> Any:
     from annotator.labelling.models import Assignment
     from audit.archive.models import Unit
 
-    assignment = Assignment.objects.create(study=unit.study, unit=unit, annotator=user)
+    mine = Assignment.objects.filter(study=unit.study, annotator=user).count()
+    assignment = Assignment.objects.create(
+        study=unit.study, unit=unit, annotator=user, number=mine + 1
+    )
     Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
     return assignment
 
