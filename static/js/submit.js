@@ -51,9 +51,6 @@
       list.appendChild(item);
     });
     details.append(summary, list);
-    details.addEventListener("toggle", function () {
-      hint.textContent = details.open ? "hide" : "show";
-    });
     bar.appendChild(details);
     if (anyway) {
       const button = document.createElement("button");
@@ -113,7 +110,7 @@
 
     /** A change by the person: a refusal shown with the page has been acted on. */
     function userChanged(event) {
-      if (event.target.closest && event.target.closest('[data-action="submit-anyway"]')) {
+      if (errorsBox.contains(event.target)) {
         return;
       }
       if (serverRefusal && (event.type !== "click" || event.target.closest("button"))) {
@@ -126,18 +123,20 @@
       if (event.target.closest('[data-action="submit-anyway"]')) {
         forceSubmit = true;
         form.requestSubmit(button);
+        return;
+      }
+      // The summary opens and closes the list (Enter and Space on it click too); the state
+      // is kept here, so that the next update draws the list as the person left it.
+      if (event.target.closest(".problems > summary")) {
+        event.preventDefault();
+        open = !open;
+        render(true);
+        const summary = errorsBox.querySelector(".problems > summary");
+        if (summary) {
+          summary.focus();
+        }
       }
     });
-    errorsBox.addEventListener(
-      "toggle",
-      function (event) {
-        if (event.target.classList && event.target.classList.contains("problems")) {
-          open = event.target.open;
-          shownKey = null;
-        }
-      },
-      true
-    );
     ["input", "change", "click"].forEach(function (type) {
       form.addEventListener(type, userChanged);
     });

@@ -221,6 +221,17 @@ def open_form(page: Any, assignment: Any) -> None:
     wait_for_form(page)
 
 
+def expect_left_form(page: Any, assignment: Any) -> None:
+    """After a submission the page moves on: to the annotator's next item, or to their
+    list when nothing is left (or that is their setting), never back to the same form."""
+    import re
+
+    from playwright.sync_api import expect
+
+    expect(page).to_have_url(re.compile(r"/assignments/\d+/$|/annotate/$"))
+    assert not page.url.endswith(f"/assignments/{assignment.pk}/"), page.url
+
+
 def wait_for_form(page: Any) -> None:
     """Wait until the form's script has taken over the page (see ``open_form``)."""
     page.wait_for_function(

@@ -1,5 +1,7 @@
-"""Screenshots of both annotation forms at 1440×900 with a few spans highlighted, for
-docs/screenshots/. Taken only on request, by ``python tests/browser/take_screenshots.py``:
+"""Screenshots for docs/screenshots/: both annotation forms at 1440×900 with a few spans
+highlighted, and the pages a newcomer meets first at 1280×720 (the smallest screen they
+must serve whole: nothing may be covered there). Taken only on request, by
+``python tests/browser/take_screenshots.py``:
 the file's name is not a test file's, so a test run never collects it and never rewrites
 the committed images."""
 
@@ -27,9 +29,46 @@ OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 AUDIT = "Locksmith"  # the security-audit answer: English, readable in a screenshot
 
 
+SMALL = {"width": 1280, "height": 720}
+
+
 def shoot(page, name: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(OUT / name))
+
+
+@pytest.fixture
+def small(browser, demo):
+    """A page at 1280×720."""
+    context = browser.new_context(viewport=SMALL, base_url=demo.url)
+    context.set_default_timeout(10_000)
+    try:
+        yield context, context.new_page()
+    finally:
+        context.close()
+
+
+def test_screenshot_problems_bar_at_1280(small, demo):
+    context, page = small
+    unit = unit_where(
+        demo.studies["demo-source-risk"],
+        tuple__source__canonical_url__contains="brightline-security",
+    )
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    page.check('input[name="pred-I"][value="1"]')
+    page.check('input[name="pred-A"][value="U"]')
+    page.click("#submit-label")
+    expect(page.locator("#form-errors details.problems")).to_have_attribute("open", "")
+    expect(page.locator('[data-action="submit-anyway"]')).to_be_in_viewport()
+    shoot(page, "annotate-problems-1280.png")
+    # Collapsed to its one line: the texts keep the screen.
+    page.locator("#form-errors summary").click()
+    expect(page.locator("#form-errors details.problems")).not_to_have_attribute("open", "")
+    page.evaluate("() => window.scrollTo(0, 400)")
+    page.wait_for_timeout(300)
+    shoot(page, "annotate-problems-collapsed-1280.png")
 
 
 def test_screenshot_source_risk_form(page, context, demo):
