@@ -39,9 +39,11 @@ from audit.partitions.freeze import (
 )
 from audit.partitions.leakage import Leak, leak_counts, leakage
 from audit.partitions.models import PartitionState, StudyFreeze
+from audit.partitions.proposal import leak_reason
 from audit.partitions.rules import (
     CALIBRATION,
     GROUP_FIELDS,
+    LEAKAGE,
     PARTITIONS,
     TEST,
     UNASSIGNED,
@@ -111,6 +113,7 @@ class PartitionOverview:
     total: int
     freeze: StudyFreeze | None
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
+    group_rows: list[GroupCount] = field(default_factory=list)  # units per value combination
 
 
 #: The stored summary's shape: a summary stored in another shape is counted again.
@@ -252,6 +255,7 @@ def partition_overview(
         total=sum(counts.values()),
         freeze=freeze,
         contents=contents,
+        group_rows=groups,
     )
 
 
@@ -410,12 +414,18 @@ def _lock_unfrozen(study: Study, what: str) -> Study:
     return locked
 
 
-def partition_rule_apply(*, study: Study, rule: Rule) -> RulePreview:
+def partition_rule_apply(*, study: Study, rule: Rule, refuse_leakage: bool = False) -> RulePreview:
     """Assign every unit of the study by ``rule`` (two UPDATE statements, whatever the
-    study's size). Refused once the study is frozen."""
+    study's size). Refused once the study is frozen, and with ``refuse_leakage`` (the
+    page) when the rule leaves a group in both partitions, which would block the freeze."""
     with transaction.atomic():
         _lock_unfrozen(study, "partitions")
         preview, _ = _preview(rule, partition_units(study=study))
+        if refuse_leakage and preview.leaks:
+            raise PartitionError(
+                leak_reason(rule.field, preview.leaks)[:-1] + "; nothing was changed",
+                code=LEAKAGE,
+            )
         lookup = f"observation__query__{rule.field}__in"
         units = Unit.objects.filter(study=study)
         units.filter(**{lookup: preview.test_values}).update(partition="test")
