@@ -143,3 +143,31 @@ def test_screenshot_answer_claims_form(page, context, demo):
     expect(page.locator("#draft-status")).to_contain_text("Saved")
     page.evaluate("() => window.scrollTo(0, 0)")
     shoot(page, "annotate-answer-claims.png")
+
+
+def test_screenshot_first_hour_at_1280(browser, readme_demo):
+    """Every page the first hour changed, at 1280×720, along the README's flow (twice),
+    with a leaking rule's preview and an import refused line by line before it."""
+    from tests.browser.test_first_hour import as_user, make_demo_again, walk_readme
+
+    context, page = as_user(browser, readme_demo, "researcher")
+    page.goto("/studies/demo-source-risk/partitions/")
+    page.fill("textarea[name=values]", "local-services")
+    page.click("#preview-rule")
+    expect(page.locator("#leak-reason")).to_be_visible()
+    page.locator("#preview").scroll_into_view_if_needed()
+    shoot(page, "partitions-leaking-1280.png")
+    page.goto("/studies/demo-answer-claims/")
+    demo_file = OUT.parents[1] / "fixtures" / "demo" / "answer-claims.jsonl"
+    header = demo_file.read_bytes().split(b"\n")[0]
+    bad = header + b"\n" + b"{broken\n" * 3 + b'{"x": "\xff"}\n' * 250
+    upload = {"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": bad}
+    page.set_input_files("input[type=file]", files=[upload])
+    page.click("#import button[type=submit]")
+    expect(page.locator(".error-groups")).to_be_visible()
+    shoot(page, "import-errors-1280.png")
+    context.close()
+
+    walk_readme(browser, readme_demo, first=True, shoot=shoot)
+    make_demo_again()
+    walk_readme(browser, readme_demo, first=False, shoot=shoot)
