@@ -97,6 +97,26 @@ def annotate(browser: Any, url: str, username: str, first: bool, shoot: Shoot) -
     context.close()
 
 
+def panes_never_overlap(page: Any) -> None:
+    """At 1280–1439 px the texts stack above the comparison: scrolled anywhere, no pane
+    covers another (they once were sticky, one sliding over the next)."""
+    panes = page.locator(".adj-texts > .pane")
+    for width in (1280, 1360, 1439):
+        page.set_viewport_size({"width": width, "height": 720})
+        for top in (0, 250, 500, 900, 1400):
+            page.evaluate(f"() => window.scrollTo(0, {top})")
+            boxes = [panes.nth(n).bounding_box() for n in range(panes.count())]
+            for first, box in enumerate(boxes):
+                for other in boxes[first + 1 :]:
+                    apart = (
+                        box["y"] + box["height"] <= other["y"] + 1
+                        or other["y"] + other["height"] <= box["y"] + 1
+                        or box["x"] + box["width"] <= other["x"] + 1
+                        or other["x"] + other["width"] <= box["x"] + 1
+                    )
+                    assert apart, (width, top, box, other)
+
+
 def adjudicate(browser: Any, url: str, first: bool, shoot: Shoot) -> None:
     context, page = as_user(browser, url, "adjudicator")
     page.goto(f"/studies/{RISK}/adjudicate/")
@@ -106,6 +126,10 @@ def adjudicate(browser: Any, url: str, first: bool, shoot: Shoot) -> None:
         return
     page.locator("tr.queue-row a").first.click()
     expect(page).to_have_url(re.compile(r"/adjudicate/\d+/$"))
+    panes_never_overlap(page)
+    page.set_viewport_size(SMALL)
+    page.evaluate("() => window.scrollTo(0, 450)")
+    shoot(page, "first-hour-adjudicate-texts.png")
     differing = page.locator("tr.field-row.differs input[type=radio][value='0']")
     assert differing.count() >= 1
     for index in range(differing.count()):
