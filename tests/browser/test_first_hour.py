@@ -151,6 +151,9 @@ def research(browser: Any, url: str, release: str, first: bool, shoot: Shoot) ->
     context, page = as_user(browser, url, "researcher")
     for path in (f"/studies/{RISK}/outcomes/", f"/studies/{RISK}/reliability/"):
         assert page.goto(path).status == 200, path
+    if first:
+        page.locator("figure.heat").last.scroll_into_view_if_needed()
+        shoot(page, "first-hour-reliability-heat-maps.png")
     page.goto(f"/studies/{RISK}/partitions/")
     if first:
         expect(page.locator("#proposal")).to_contain_text("Proposed leak-free split")
