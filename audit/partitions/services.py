@@ -11,6 +11,7 @@ only turn that refusal into a sentence.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from audit.partitions.freeze import (
 )
 from audit.partitions.leakage import Leak, leak_counts, leakage
 from audit.partitions.models import PartitionState, StudyFreeze
-from audit.partitions.proposal import leak_reason
+from audit.partitions.proposal import SplitProposal, leak_free_split, leak_reason
 from audit.partitions.rules import (
     CALIBRATION,
     GROUP_FIELDS,
@@ -113,11 +114,11 @@ class PartitionOverview:
     total: int
     freeze: StudyFreeze | None
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
-    group_rows: list[GroupCount] = field(default_factory=list)  # units per value combination
+    proposal: SplitProposal | None = None  # a leak-free split (stored with the summary)
 
 
 #: The stored summary's shape: a summary stored in another shape is counted again.
-SUMMARY_FORMAT = 2
+SUMMARY_FORMAT = 3
 
 
 def _units_key(study: Study, version: int) -> str:
@@ -138,6 +139,7 @@ class _Summary:
     groups: list[GroupCount]
     partition_digest: str
     samples: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]]
+    proposal: SplitProposal
 
     def sample(self, name: str, value: str, units: int) -> tuple[tuple[str, ...], ...]:
         """The first ``units`` digests of each side of a leak, as stored."""
@@ -161,10 +163,15 @@ def _summary(study: Study) -> _Summary:
                 (name, value): (tuple(calibration), tuple(test))
                 for name, value, calibration, test in stored["samples"]
             },
+            proposal=SplitProposal(
+                **{**stored["proposal"], "test_values": tuple(stored["proposal"]["test_values"])}
+            ),
         )
     groups = _group_counts(study)
     digest = _partition_digest(study)
     shown = _leaks(study, leak_counts(groups), 0, PAGE_LEAKS, PAGE_UNITS)[:PAGE_LEAKS]
+    # The proposal depends on the grouped counts only: computed once with them.
+    proposal = leak_free_split(groups)
     summary = {
         "groups": [
             [g.partition, g.target_family, g.domain, g.template_id, g.units] for g in groups
@@ -173,6 +180,7 @@ def _summary(study: Study) -> _Summary:
         "samples": [
             [leak.field, leak.value, list(leak.calibration), list(leak.test)] for leak in shown
         ],
+        "proposal": {**dataclasses.asdict(proposal), "test_values": list(proposal.test_values)},
     }
     # One upsert that never moves the version: should a change commit meanwhile, the key
     # stored here names the older version and the next read counts again.
@@ -186,6 +194,7 @@ def _summary(study: Study) -> _Summary:
         groups=groups,
         partition_digest=digest,
         samples={(leak.field, leak.value): (leak.calibration, leak.test) for leak in shown},
+        proposal=proposal,
     )
 
 
@@ -255,7 +264,7 @@ def partition_overview(
         total=sum(counts.values()),
         freeze=freeze,
         contents=contents,
-        group_rows=groups,
+        proposal=summary.proposal,
     )
 
 

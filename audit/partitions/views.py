@@ -29,7 +29,7 @@ from audit.partitions.forms import (
 )
 from audit.partitions.freeze import thresholds_with_defaults
 from audit.partitions.leakage import Leak, leakage_summary
-from audit.partitions.proposal import leak_free_split, leak_reason
+from audit.partitions.proposal import leak_reason
 from audit.partitions.rules import FIELD_LABELS, FIELD_PLURALS, GROUP_FIELDS
 from audit.partitions.selectors import PARTITION_LABELS
 from audit.partitions.services import (
@@ -101,7 +101,7 @@ def _page(
 ) -> HttpResponse:
     overview = partition_overview(study=study, leaks_shown=LEAKS_SHOWN, units_shown=UNITS_SHOWN)
     frozen = overview.freeze is not None
-    proposal = None if frozen else leak_free_split(overview.group_rows)
+    proposal = None if frozen else overview.proposal
     if rule_form is None:
         # The form starts from the leak-free proposal: its defaults never leak.
         initial = (
