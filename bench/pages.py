@@ -30,6 +30,7 @@ it as it is (after applying any new migration) instead of building it again.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import statistics
@@ -316,6 +317,8 @@ def _label_units(study: Any, people: People, labelled: int, rng: random.Random) 
     unit_updates: list[tuple[int, str, float | None]] = []
     adjudications: list[tuple[int, str, Any, list[Any]]] = []
     serial = 0
+    # Each annotator's own item numbers, 1, 2, 3 … across every chunk.
+    numbers = {p.pk: itertools.count(1) for p in people.annotators}
     for chunk in _batches(units, CHUNK):
         contents = unit_contents_of(study=study, units=chunk)
         digests = {row["id"]: row["digest"] for row in chunk}
@@ -331,7 +334,13 @@ def _label_units(study: Any, people: People, labelled: int, rng: random.Random) 
             serial += 1
         Assignment.objects.bulk_create(
             [
-                Assignment(study=study, unit_id=unit_id, annotator=person, submitted_at=now)
+                Assignment(
+                    study=study,
+                    unit_id=unit_id,
+                    annotator=person,
+                    number=next(numbers[person.pk]),
+                    submitted_at=now,
+                )
                 for unit_id, pair in pairs.items()
                 for person in pair
             ]

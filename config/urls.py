@@ -16,6 +16,7 @@ from audit.ledger import urls as ledger
 from audit.partitions import urls as partitions
 from audit.releases import urls as releases
 from config.health import healthz
+from config.login import LoginView
 from metrics import urls as metrics
 
 CAPABILITIES = (
@@ -32,7 +33,7 @@ CAPABILITIES = (
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -160,6 +160,9 @@ class HeatMap:
     column_labels: tuple[tuple[str, str, str], ...]
     axis_x: tuple[str, str, str]  # (label, x, y)
     axis_y: tuple[str, str, str]
+    #: Column labels wider than a cell are drawn slanted (starting above their column),
+    #: so that neighbours never overlap.
+    slanted: bool = False
 
 
 #: Light to dark blue; a cell's shade is its count relative to the largest cell.
@@ -197,10 +200,14 @@ def heat_map(title: str, confusion: dict[str, Any]) -> HeatMap | None:
             )
             described.append(f"{categories[i]}/{categories[j]} {count}")
     n = len(categories)
+    # About 6.5 px per character at font-size 11: wider than a cell, the labels slant.
+    slanted = any(len(c) * 6.5 > size - 4 for c in categories)
     return HeatMap(
         title=title,
         description=", ".join(described),
-        width=max(left + n * size + 10, left + 130),
+        # A slanted label reaches right of its column by about cos(55°) of its length.
+        width=max(left + n * size + 10, left + 130)
+        + (int(3.8 * max(len(c) for c in categories)) if slanted else 0),
         height=top + n * size + 10,
         size=size,
         cells=tuple(cells),
@@ -212,4 +219,5 @@ def heat_map(title: str, confusion: dict[str, Any]) -> HeatMap | None:
         ),
         axis_x=("second annotator →", _n(left), _n(12)),
         axis_y=("first ↓", _n(4), _n(top - 8)),
+        slanted=slanted,
     )

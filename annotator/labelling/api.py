@@ -45,6 +45,7 @@ from annotator.labelling.selectors import draft_of, label_head, labels_of_assign
 from annotator.labelling.services import (
     AnnotationError,
     DraftConflict,
+    RevisionUnchanged,
     StaleRevision,
     SubmissionIdReused,
     assignment_next,
@@ -611,7 +612,8 @@ class LabelsApi(AnnotatorApi):
     )
     def post(self, request: Request, assignment_id: int) -> Response:
         """Submit a revision. Idempotent per client_submission_id; checked by the record
-        contract; a submission editing an outdated revision answers 409 and stores nothing."""
+        contract; a submission editing an outdated revision, or identical to the latest one
+        (reason unchanged_revision), answers 409 with the latest and stores nothing."""
         assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
         payload = self.Input(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -623,7 +625,7 @@ class LabelsApi(AnnotatorApi):
                 client_submission_id=payload.validated_data["client_submission_id"],
                 parent_digest=parent,
             )
-        except StaleRevision as exc:
+        except (StaleRevision, RevisionUnchanged) as exc:
             latest = LabelOutput(exc.head).data if exc.head is not None else None
             headers = {"ETag": label_etag(exc.head)} if exc.head is not None else {}
             return Response(

@@ -18,6 +18,9 @@ class Assignment(models.Model):
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
     )
+    #: The item's number in this annotator's own queue of the study (1, 2, 3 …): what pages
+    #: show, so that nobody reads the pace of others' work from global ids.
+    number = models.PositiveIntegerField()
     assigned_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     # A gold unit handed out for scoring (annotator.quality): it takes no slot of the
@@ -28,6 +31,9 @@ class Assignment(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["unit", "annotator"], name="assignment_once"),
+            models.UniqueConstraint(
+                fields=["study", "annotator", "number"], name="assignment_number_once"
+            ),
         ]
         indexes = [
             models.Index(fields=["study", "annotator", "submitted_at"], name="assignment_mine"),

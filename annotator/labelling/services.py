@@ -41,6 +41,7 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import record_build
 from audit.archive.selectors import codebook_registry_of
 from audit.contract import check_record
+from audit.contract.canonical import canonical_json
 from audit.contract.codebook import Codebook, reasons_missing
 from audit.contract.errors import ContractError
 from audit.contract.fields import check_annotation
@@ -100,6 +101,17 @@ class DraftConflict(AnnotationError):
     def __init__(self, message: str, *, draft: Draft) -> None:
         super().__init__(message)
         self.draft = draft
+
+
+class RevisionUnchanged(AnnotationError):
+    """The submission is identical to the latest revision: nothing new to store (labels are
+    append-only, so an identical revision would only add a row that says nothing)."""
+
+    code = "unchanged_revision"
+
+    def __init__(self, message: str, *, head: Label) -> None:
+        super().__init__(message)
+        self.head = head
 
 
 class AssignmentClosed(AnnotationError):
@@ -387,7 +399,7 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
 
 
 def _assignment_take(*, study: Study, annotator: AbstractBaseUser, unit_id: int) -> Assignment:
-    assignment = Assignment.objects.create(study=study, unit_id=unit_id, annotator=annotator)
+    assignment = _assignment_create(study=study, unit_id=unit_id, annotator=annotator)
     Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") + 1)
     _draft_restore(assignment)
     return assignment
@@ -434,8 +446,8 @@ def _gold_turn(*, study: Study, annotator: AbstractBaseUser) -> tuple[Assignment
         return None, True
     try:
         with transaction.atomic():
-            assignment = Assignment.objects.create(
-                study=study, unit=unit, annotator=annotator, gold=True
+            assignment = _assignment_create(
+                study=study, unit_id=unit.pk, annotator=annotator, gold=True
             )
             _draft_restore(assignment)
     except IntegrityError:  # the same person asked twice at once: one gold slot
@@ -451,6 +463,34 @@ def _draft_restore(assignment: Assignment) -> None:
     for draft in kept:
         Draft.objects.create(assignment=assignment, payload=draft.payload, version=draft.version)
     kept.delete()
+
+
+def _assignment_create(
+    *, study: Study, unit_id: int, annotator: AbstractBaseUser, gold: bool = False
+) -> Assignment:
+    """The slot, numbered next in this annotator's own queue of the study. Two of their
+    tabs asking at the same moment would take the same number: the unique constraint
+    refuses the later one, which then counts again (after the first has committed)."""
+    for attempt in range(3):
+        last = (
+            Assignment.objects.filter(study=study, annotator=annotator)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        try:
+            with transaction.atomic():
+                return Assignment.objects.create(
+                    study=study,
+                    unit_id=unit_id,
+                    annotator=annotator,
+                    number=(last or 0) + 1,
+                    gold=gold,
+                )
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 # --- drafts ---------------------------------------------------------------------------
@@ -476,6 +516,11 @@ def draft_save(
         draft.version += 1
         draft.save(update_fields=["payload", "version", "updated_at"])
     return draft
+
+
+def draft_discard(*, assignment: Assignment) -> None:
+    """Drop the assignment's draft (a submission that changed nothing leaves none behind)."""
+    Draft.objects.filter(assignment=assignment).delete()
 
 
 # --- submissions ---------------------------------------------------------------------
@@ -657,6 +702,14 @@ def label_submit(
                 ),
             )
         reasons_refusal(study=study, annotation=record["annotation"])
+        if head is not None and canonical_json(record["annotation"]) == canonical_json(
+            head.annotation
+        ):
+            raise RevisionUnchanged(
+                f"this revision is identical to your revision {head.revision}: nothing "
+                "changed, so nothing new was stored",
+                head=head,
+            )
         assisted = record["annotation"].get("assisted")
         try:
             with transaction.atomic():

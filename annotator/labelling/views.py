@@ -21,6 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.views import csrf
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
@@ -52,9 +53,11 @@ from annotator.labelling.services import (
     AnnotationError,
     DraftConflict,
     LabelRefused,
+    RevisionUnchanged,
     StaleRevision,
     SubmissionIdReused,
     assignment_next,
+    draft_discard,
     draft_save,
     label_submit,
 )
@@ -63,6 +66,11 @@ from audit.archive.models import CodebookUnit
 
 #: How many of an annotator's items the start page lists at once (newest first).
 START_PAGE_SIZE = 50
+#: Where a submission leads (the annotator's setting, kept in their session): the next item
+#: of their queue (the default), or back to their list of items.
+AFTER_SUBMIT_NEXT = "next"
+AFTER_SUBMIT_LIST = "list"
+AFTER_SUBMIT_KEY = "annotate_after_submit"
 TEMPLATES = {
     CodebookUnit.TUPLE: "annotator/form_source_risk.html",
     CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
@@ -230,6 +238,7 @@ def _form_context(
         "page_data": page_data,
         "error": error,
         "login_url": f"{reverse('login')}?{urlencode({'next': form_url})}",
+        "after_submit": AFTER_SUBMIT_NEXT,
     }
     if generic:
         by_field, general = problems_by_field(problems or [], submitted)
@@ -259,11 +268,23 @@ def _form_context(
     return context
 
 
+@never_cache  # Back after a submission asks again: the stored revision, never a stale form
 @login_required
 @require_http_methods(["GET"])
 def assignment_form(request: HttpRequest, pk: int) -> HttpResponse:
+    """The form; a submitted item with no draft opens read-only (its stored revision and a
+    "revise" action), unless ``?revise=1`` asks for the form."""
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
     context = _form_context(assignment)
+    context["after_submit"] = request.session.get(AFTER_SUBMIT_KEY, AFTER_SUBMIT_NEXT)
+    context["forget_storage"] = request.session.pop("forget_storage", None)
+    if context["head"] is not None and context["draft"] is None and "revise" not in request.GET:
+        context["rows"] = (
+            fields_rows(context["head_annotation"], context["codebook"]["fields"])
+            if "fields" in context
+            else annotation_rows(context["head_annotation"], context["codebook"])
+        )
+        return render(request, "annotator/submitted.html", context)
     return render(request, form_template(assignment), context)
 
 
@@ -319,6 +340,9 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
         )
         return render(request, template, context, status=400)
     annotation = form.cleaned_data["annotation"]
+    after = request.POST.get("after_submit")
+    if after in (AFTER_SUBMIT_NEXT, AFTER_SUBMIT_LIST):
+        request.session[AFTER_SUBMIT_KEY] = after
     try:
         submission = label_submit(
             assignment=assignment,
@@ -337,6 +361,16 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     except SubmissionIdReused as exc:
         context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
         return render(request, template, context, status=409)
+    except RevisionUnchanged as exc:
+        # Nothing to store: the stored revision stands, and the draft that repeated it goes.
+        draft_discard(assignment=assignment)
+        request.session["forget_storage"] = _storage_key(assignment)
+        messages.info(
+            request,
+            f"Nothing changed since your revision {exc.head.revision}, so no new revision "
+            "was stored.",
+        )
+        return redirect("assignment-form", pk=assignment.pk)
     except (LabelRefused, AnnotationError) as exc:
         context = _form_context(
             assignment,
@@ -354,7 +388,19 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, "Label submitted. Thank you!")
     else:
         messages.success(request, f"Revision {label.revision} submitted. Thank you!")
-    return redirect("annotate-start", slug=assignment.study.slug)
+    return _after_submit(request, assignment)
+
+
+def _after_submit(request: HttpRequest, assignment: Assignment) -> HttpResponse:
+    """The next item of the queue, or the list when that is the annotator's setting or
+    nothing is left."""
+    study = assignment.study
+    if request.session.get(AFTER_SUBMIT_KEY, AFTER_SUBMIT_NEXT) == AFTER_SUBMIT_NEXT:
+        following = assignment_next(study=study, annotator=request.user)
+        if following is not None:
+            return redirect("assignment-form", pk=following.pk)
+        messages.info(request, "Nothing is left for you to annotate in this study. Thank you!")
+    return redirect("annotate-start", slug=study.slug)
 
 
 _STALE_SENTENCE = (

@@ -184,6 +184,11 @@ class ImportBatch(models.Model):
     tuples_existing = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, help_text="[{line, reason, message}], capped.")
+    error_groups = models.JSONField(
+        default=list,
+        help_text="Every bad line counted by reason: [{reason, count, lines, message}], "
+        "lines the first few line numbers, message the first line's.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

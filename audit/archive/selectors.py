@@ -65,4 +65,10 @@ def studies_with_counts(*, studies: QuerySet[Study]) -> QuerySet[Study]:
 
 
 def study_import_batches(*, study: Study, limit: int = 20) -> list[ImportBatch]:
-    return list(study.imports.select_related("created_by")[:limit])
+    """The latest imports for the study page's table (their stored errors are not read)."""
+    return list(study.imports.select_related("created_by").defer("errors", "error_groups")[:limit])
+
+
+def study_frozen(*, study: Study) -> bool:
+    """Whether the study's partitions have been frozen (then nothing may be imported)."""
+    return Study.objects.filter(pk=study.pk, freeze__isnull=False).exists()

@@ -42,7 +42,7 @@ from audit.contract.digests import (
     unit_digest_from_parts,
 )
 from audit.contract.errors import ContractError
-from audit.contract.observations import MAX_ERRORS, gc_paused
+from audit.contract.observations import MAX_ERRORS, ErrorGroups, gc_paused
 from audit.contract.streams import HashingReader, as_stream, stream_size
 from audit.contract.texts import MAX_DEPTH, text_problem
 
@@ -376,12 +376,15 @@ def _observations_import(study: Study, batch: ImportBatch, reader: HashingReader
                 )
             )
             count += 1
-    line_count = len(parsed.observations) + 1
+    # Every line read, bad ones included: the numbers the errors name are within it.
+    line_count = parsed.lines_read
+    groups = parsed.error_groups.as_list() if parsed.error_count else None
     units: list[_Unit] = []
     if not problems:
         units, problems, count = _plan_units(parsed.observations, parsed.lines)
+        groups = None
     if problems:
-        return _reject(batch, problems, lines=line_count, count=count)
+        return _reject(batch, problems, lines=line_count, count=count, groups=groups)
     with transaction.atomic():
         batch.status = ImportStatus.IMPORTED
         batch.lines = line_count
@@ -404,13 +407,23 @@ def _reject(
     *,
     lines: int,
     count: int | None = None,
+    groups: list[dict[str, Any]] | None = None,
 ) -> ImportBatch:
-    """Store the refusal: the first problems (STORED_ERRORS_LIMIT) and how many there were
-    (``count``, when more were counted than kept)."""
+    """Store the refusal: the first problems (STORED_ERRORS_LIMIT), how many there were
+    (``count``, when more were counted than kept) and the problems grouped by reason
+    (``groups``, counted over every problem by the parser; else from ``problems``)."""
     batch.status = ImportStatus.REJECTED
     batch.lines = lines
     batch.error_count = len(problems) if count is None else count
     batch.errors = [p.as_dict() for p in problems[:STORED_ERRORS_LIMIT]]
+    if groups is None:
+        grouping = ErrorGroups()
+        for problem in problems:
+            grouping.add(problem.line, problem.reason, problem.message)
+        groups = grouping.as_list()
+        if len(groups) == 1:  # one reason (the planner's duplicates): all of them counted
+            groups[0]["count"] = batch.error_count
+    batch.error_groups = groups
     batch.save()
     return batch
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -22,8 +24,13 @@ from annotator.errors import AnnotationError
 from annotator.memberships.models import Role
 from annotator.memberships.services import study_create
 from audit.archive.forms import CodebookUploadForm, ImportForm, StudyCreateForm
-from audit.archive.models import Codebook
-from audit.archive.selectors import codebooks_with_use, studies_with_counts, study_import_batches
+from audit.archive.models import Codebook, Study
+from audit.archive.selectors import (
+    codebooks_with_use,
+    studies_with_counts,
+    study_frozen,
+    study_import_batches,
+)
 from audit.archive.services import (
     CODEBOOK_MAX_BYTES,
     CodebookProblem,
@@ -42,9 +49,14 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "audit/home.html", context)
 
 
-@login_required
-def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    study = study_get_for_member(user=request.user, slug=slug)
+#: Bad lines listed per page of an import's detail (of the first STORED_ERRORS_LIMIT kept).
+ERRORS_PAGE_SIZE = 100
+
+
+def _study_page(
+    request: HttpRequest, study: Study, *, form: ImportForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The study page, also when an import is refused: its gate and links stay."""
     roles = roles_in_study(user=request.user, study=study)
     is_researcher = request.user.is_superuser or Role.RESEARCHER in roles
     context = {
@@ -53,11 +65,18 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "is_researcher": is_researcher,
     }
     if is_researcher:
-        context["form"] = ImportForm()
+        context["frozen"] = study_frozen(study=study)
+        context["form"] = form or ImportForm()
         context["batches"] = study_import_batches(study=study)
     if may_see_gate(user=request.user, roles=roles):
         context["gate"] = study_gate_panel(gate=gate_stored(study=study))
-    return render(request, "audit/study_detail.html", context)
+    return render(request, "audit/study_detail.html", context, status=status)
+
+
+@login_required
+def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    study = study_get_for_member(user=request.user, slug=slug)
+    return _study_page(request, study)
 
 
 @login_required
@@ -66,13 +85,7 @@ def study_import(request: HttpRequest, slug: str) -> HttpResponse:
     study = study_get_for_researcher(user=request.user, slug=slug)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
-        context = {
-            "study": studies_with_counts(studies=type(study).objects.filter(pk=study.pk)).get(),
-            "is_researcher": True,
-            "form": form,
-            "batches": study_import_batches(study=study),
-        }
-        return render(request, "audit/study_detail.html", context, status=400)
+        return _study_page(request, study, form=form, status=400)
     upload = form.cleaned_data["file"]
     upload.seek(0)
     batch = observations_import(
@@ -83,9 +96,29 @@ def study_import(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def import_detail(request: HttpRequest, slug: str, batch_id: int) -> HttpResponse:
+    """One import: its figures, its bad lines grouped by reason, and the kept bad lines
+    page by page."""
     study = study_get_for_researcher(user=request.user, slug=slug)
     batch = get_object_or_404(study.imports, pk=batch_id)
-    return render(request, "audit/import_detail.html", {"study": study, "batch": batch})
+    kept = batch.errors or []
+    pages = max(1, math.ceil(len(kept) / ERRORS_PAGE_SIZE))
+    raw = request.GET.get("page", "1")
+    page = min(int(raw), pages) if raw.isdigit() and int(raw) > 0 else 1
+    start = (page - 1) * ERRORS_PAGE_SIZE
+    context = {
+        "study": study,
+        "batch": batch,
+        "groups": batch.error_groups or [],
+        "errors": kept[start : start + ERRORS_PAGE_SIZE],
+        "kept": len(kept),
+        "first_shown": start + 1,
+        "last_shown": min(start + ERRORS_PAGE_SIZE, len(kept)),
+        "page": page,
+        "pages": pages,
+        "previous_page": page - 1 if page > 1 else None,
+        "next_page": page + 1 if page < pages else None,
+    }
+    return render(request, "audit/import_detail.html", context)
 
 
 def _codebooks_page(

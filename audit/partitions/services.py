@@ -11,6 +11,7 @@ only turn that refusal into a sentence.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -39,9 +40,11 @@ from audit.partitions.freeze import (
 )
 from audit.partitions.leakage import Leak, leak_counts, leakage
 from audit.partitions.models import PartitionState, StudyFreeze
+from audit.partitions.proposal import SplitProposal, leak_free_split, leak_reason
 from audit.partitions.rules import (
     CALIBRATION,
     GROUP_FIELDS,
+    LEAKAGE,
     PARTITIONS,
     TEST,
     UNASSIGNED,
@@ -111,10 +114,11 @@ class PartitionOverview:
     total: int
     freeze: StudyFreeze | None
     contents: FreezeContents | None  # what a freeze would record now; None once frozen
+    proposal: SplitProposal | None = None  # a leak-free split (stored with the summary)
 
 
 #: The stored summary's shape: a summary stored in another shape is counted again.
-SUMMARY_FORMAT = 2
+SUMMARY_FORMAT = 3
 
 
 def _units_key(study: Study, version: int) -> str:
@@ -135,6 +139,7 @@ class _Summary:
     groups: list[GroupCount]
     partition_digest: str
     samples: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]]
+    proposal: SplitProposal
 
     def sample(self, name: str, value: str, units: int) -> tuple[tuple[str, ...], ...]:
         """The first ``units`` digests of each side of a leak, as stored."""
@@ -158,10 +163,15 @@ def _summary(study: Study) -> _Summary:
                 (name, value): (tuple(calibration), tuple(test))
                 for name, value, calibration, test in stored["samples"]
             },
+            proposal=SplitProposal(
+                **{**stored["proposal"], "test_values": tuple(stored["proposal"]["test_values"])}
+            ),
         )
     groups = _group_counts(study)
     digest = _partition_digest(study)
     shown = _leaks(study, leak_counts(groups), 0, PAGE_LEAKS, PAGE_UNITS)[:PAGE_LEAKS]
+    # The proposal depends on the grouped counts only: computed once with them.
+    proposal = leak_free_split(groups)
     summary = {
         "groups": [
             [g.partition, g.target_family, g.domain, g.template_id, g.units] for g in groups
@@ -170,6 +180,7 @@ def _summary(study: Study) -> _Summary:
         "samples": [
             [leak.field, leak.value, list(leak.calibration), list(leak.test)] for leak in shown
         ],
+        "proposal": {**dataclasses.asdict(proposal), "test_values": list(proposal.test_values)},
     }
     # One upsert that never moves the version: should a change commit meanwhile, the key
     # stored here names the older version and the next read counts again.
@@ -183,6 +194,7 @@ def _summary(study: Study) -> _Summary:
         groups=groups,
         partition_digest=digest,
         samples={(leak.field, leak.value): (leak.calibration, leak.test) for leak in shown},
+        proposal=proposal,
     )
 
 
@@ -252,6 +264,7 @@ def partition_overview(
         total=sum(counts.values()),
         freeze=freeze,
         contents=contents,
+        proposal=summary.proposal,
     )
 
 
@@ -410,12 +423,18 @@ def _lock_unfrozen(study: Study, what: str) -> Study:
     return locked
 
 
-def partition_rule_apply(*, study: Study, rule: Rule) -> RulePreview:
+def partition_rule_apply(*, study: Study, rule: Rule, refuse_leakage: bool = False) -> RulePreview:
     """Assign every unit of the study by ``rule`` (two UPDATE statements, whatever the
-    study's size). Refused once the study is frozen."""
+    study's size). Refused once the study is frozen, and with ``refuse_leakage`` (the
+    page) when the rule leaves a group in both partitions, which would block the freeze."""
     with transaction.atomic():
         _lock_unfrozen(study, "partitions")
         preview, _ = _preview(rule, partition_units(study=study))
+        if refuse_leakage and preview.leaks:
+            raise PartitionError(
+                leak_reason(rule.field, preview.leaks)[:-1] + "; nothing was changed",
+                code=LEAKAGE,
+            )
         lookup = f"observation__query__{rule.field}__in"
         units = Unit.objects.filter(study=study)
         units.filter(**{lookup: preview.test_values}).update(partition="test")

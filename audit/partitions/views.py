@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.access import study_get_for_researcher
 from audit.archive.models import Study
 from audit.partitions.forms import (
+    KIND_VALUES,
     FreezeForm,
     PartitionFileForm,
     RuleForm,
@@ -28,6 +29,7 @@ from audit.partitions.forms import (
 )
 from audit.partitions.freeze import thresholds_with_defaults
 from audit.partitions.leakage import Leak, leakage_summary
+from audit.partitions.proposal import leak_reason
 from audit.partitions.rules import FIELD_LABELS, FIELD_PLURALS, GROUP_FIELDS
 from audit.partitions.selectors import PARTITION_LABELS
 from audit.partitions.services import (
@@ -98,13 +100,28 @@ def _page(
     version_form: StudyVersionForm | None = None,
 ) -> HttpResponse:
     overview = partition_overview(study=study, leaks_shown=LEAKS_SHOWN, units_shown=UNITS_SHOWN)
+    frozen = overview.freeze is not None
+    proposal = None if frozen else overview.proposal
+    if rule_form is None:
+        # The form starts from the leak-free proposal: its defaults never leak.
+        initial = (
+            {
+                "field": proposal.field,
+                "kind": KIND_VALUES,
+                "values": "\n".join(proposal.test_values),
+            }
+            if proposal is not None and proposal.possible
+            else {}
+        )
+        rule_form = RuleForm(initial=initial)
     thresholds_text = json.dumps(
         thresholds_with_defaults(study.thresholds or {}), indent=2, sort_keys=True
     )
     context: dict[str, Any] = {
         "study": study,
         "overview": overview,
-        "frozen": overview.freeze is not None,
+        "frozen": frozen,
+        "proposal": proposal,
         "counts_rows": [
             (
                 label,
@@ -120,8 +137,11 @@ def _page(
         "values_present": [
             (FIELD_LABELS[name].capitalize(), overview.values[name]) for name in GROUP_FIELDS
         ],
-        "rule_form": rule_form or RuleForm(),
+        "rule_form": rule_form,
         "preview": preview,
+        "preview_leak_reason": leak_reason(preview.rule.field, preview.leaks)
+        if preview and preview.leaks
+        else "",
         "preview_leak_rows": leak_rows(study, preview.leaks) if preview else [],
         "preview_leak_summary": leakage_summary(preview.leaks) if preview else "",
         "file_form": file_form or PartitionFileForm(),
@@ -165,7 +185,7 @@ def study_partitions_rule(request: HttpRequest, slug: str) -> HttpResponse:
         if request.POST.get("step") != STEP_APPLY:
             preview = partition_rule_preview(study=study, rule=form.rule)
             return _page(request, study, rule_form=form, preview=preview)
-        applied = partition_rule_apply(study=study, rule=form.rule)
+        applied = partition_rule_apply(study=study, rule=form.rule, refuse_leakage=True)
     except PartitionError as exc:
         form.add_error(None, exc.message[:1].upper() + exc.message[1:] + ".")
         return _page(request, study, rule_form=form, status=_refusal_status(exc))

@@ -14,3 +14,6 @@ CLAIMGATE_DEMO = True
 MIDDLEWARE = [MIDDLEWARE[0], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[1:]]  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+# Eager jobs run inside the request or command: Celery's line per finished job would bury
+# `make demo`'s users and passwords under dozens of lines (failures still print).
+LOGGING["loggers"]["celery.app.trace"] = {"level": "WARNING"}  # noqa: F405

@@ -176,6 +176,7 @@
       payloadInput.value = json;
       writeLocal(state, json !== ackedJson);
       controller.refresh(state);
+      submission.refresh();
       if (json !== ackedJson && !submission.isSubmitting()) {
         draftForm.dispatchEvent(new CustomEvent("cg-change"));
       }

@@ -506,6 +506,21 @@ def test_submit_a_revision_with_if_match_and_list_them(risk_study, people):
     assert [item["revision"] for item in listed.json()] == [1, 2]
 
 
+def test_submit_of_an_unchanged_revision_is_409_and_stores_nothing(risk_study, people):
+    assignment = take(risk_study, people["ann_a"])
+    client = api_as(people["ann_a"])
+    first = client.post(labels_url(assignment), submit_body(assignment), format="json")
+
+    again = client.post(
+        labels_url(assignment), submit_body(assignment), format="json", HTTP_IF_MATCH=first["ETag"]
+    )
+
+    assert again.status_code == 409
+    assert again.json()["reason"] == "unchanged_revision"
+    assert again.json()["latest"]["record_digest"] == first.json()["record_digest"]
+    assert Label.objects.count() == 1
+
+
 def test_submit_on_an_outdated_revision_is_409_showing_the_latest(risk_study, people):
     assignment = take(risk_study, people["ann_a"])
     client = api_as(people["ann_a"])

@@ -13,6 +13,7 @@ from annotator.labelling.selectors import label_head, unit_content
 from annotator.labelling.services import (
     DraftConflict,
     LabelRefused,
+    RevisionUnchanged,
     StaleRevision,
     assignment_next,
     draft_save,
@@ -86,6 +87,19 @@ def test_a_revision_points_to_its_parent_and_keeps_the_old_label(assignment):
     assert revised.record_digest != first.record_digest
     assert label_head(assignment=assignment) == revised
     assert Label.objects.get(pk=first.pk).annotation == first.annotation
+
+
+def test_an_identical_revision_is_refused_as_unchanged_and_writes_nothing(assignment):
+    first = submit(assignment).label
+    content = unit_content(unit=assignment.unit)
+
+    with pytest.raises(RevisionUnchanged) as unchanged:
+        # The same annotation as sent again (weights, kind and pseudonym are the server's).
+        submit(assignment, source_risk(content), parent=first.record_digest)
+
+    assert unchanged.value.code == "unchanged_revision"
+    assert unchanged.value.head == first
+    assert Label.objects.count() == 1
 
 
 def test_a_stale_submission_gets_a_conflict_and_writes_nothing(assignment):

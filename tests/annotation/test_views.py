@@ -120,7 +120,7 @@ def test_the_start_page_links_submitted_items_for_revision(risk_study, people, a
         parent_digest=None,
     )
     body = ann_a.get(reverse("annotate-start", args=[risk_study.slug])).content.decode()
-    assert f'<a href="{form_url(assignment)}">Revise</a>' in body
+    assert f'<a href="{form_url(assignment)}?revise=1">Revise</a>' in body
     assert 'id="progress-done">1<' in body
 
 
@@ -291,7 +291,9 @@ def test_snapshot_text_is_escaped_never_markup(codebook, risk_study, claims_stud
         for unit in Unit.objects.filter(study=study).order_by("id")
         if any(SCRIPT in s["text"] for s in unit_content(unit=unit).sources)
     )
-    assignment = Assignment.objects.create(study=study, unit=unit, annotator=people["ann_a"])
+    assignment = Assignment.objects.create(
+        study=study, unit=unit, annotator=people["ann_a"], number=1
+    )
 
     response = client_for(people["ann_a"]).get(form_url(assignment))
 
@@ -338,7 +340,7 @@ def test_a_revision_starts_from_the_head_label_without_weights(assignment, ann_a
         parent_digest=None,
     ).label
 
-    response = ann_a.get(form_url(assignment))
+    response = ann_a.get(form_url(assignment) + "?revise=1")
 
     data = page_data(response)
     assert data["parent_digest"] == label.record_digest
@@ -405,18 +407,90 @@ def test_a_bad_draft_request_is_400(assignment, ann_a, payload, version):
 # --- submissions ----------------------------------------------------------------------
 
 
-def test_a_submission_stores_a_label_and_returns_to_the_start_page(risk_study, assignment, ann_a):
+def test_a_submission_stores_a_label_and_opens_the_next_item(risk_study, people, assignment, ann_a):
     draft_save(assignment=assignment, payload={"rationale": "draft"}, base_version=None)
 
     response = post_submit(ann_a, assignment, valid_annotation(assignment))
 
     assert response.status_code == 302
-    assert response["Location"] == reverse("annotate-start", args=[risk_study.slug])
+    following = Assignment.objects.get(annotator=people["ann_a"], number=2)
+    assert response["Location"] == form_url(following)
     label = Label.objects.get()
     assert (label.assignment_id, label.revision) == (assignment.pk, 1)
     assert not Draft.objects.exists()
     page = ann_a.get(response["Location"]).content.decode()
     assert "Label submitted" in page
+    assert "Item 2" in page
+    # The browser's unsent copy of the submitted item is forgotten on the next item's page.
+    assert f'data-forget-storage="claimgate:assignment:{assignment.pk}"' in page
+
+
+def test_the_setting_to_return_to_the_list_is_kept(risk_study, people, assignment, ann_a):
+    response = ann_a.post(
+        submit_url(assignment),
+        {
+            "annotation": json.dumps(valid_annotation(assignment)),
+            "client_submission_id": str(uuid.uuid4()),
+            "parent_digest": "",
+            "after_submit": "list",
+        },
+    )
+
+    assert response["Location"] == reverse("annotate-start", args=[risk_study.slug])
+    assert not Assignment.objects.filter(annotator=people["ann_a"], number=2).exists()
+    # The next form opens with the setting chosen.
+    following = assignment_next(study=risk_study, annotator=people["ann_a"])
+    body = ann_a.get(form_url(following)).content.decode()
+    assert '<option value="list" selected>' in body
+
+
+def test_back_after_a_submission_shows_the_stored_revision_read_only(assignment, ann_a):
+    post_submit(ann_a, assignment, valid_annotation(assignment, rationale="stored words"))
+
+    response = ann_a.get(form_url(assignment))
+
+    assert "no-store" in response["Cache-Control"]
+    body = response.content.decode()
+    assert "already submitted" in body
+    assert f'href="{form_url(assignment)}?revise=1">Revise this item</a>' in body
+    assert "stored words" in body
+    assert 'id="label-form"' not in body
+
+
+def test_an_unchanged_revision_is_not_stored_and_says_so(assignment, ann_a):
+    post_submit(ann_a, assignment, valid_annotation(assignment))
+    head = label_head(assignment=assignment)
+    draft_save(assignment=assignment, payload={"rationale": "same"}, base_version=None)
+
+    response = post_submit(
+        ann_a, assignment, valid_annotation(assignment), parent=head.record_digest
+    )
+
+    assert response["Location"] == form_url(assignment)
+    assert Label.objects.count() == 1
+    assert not Draft.objects.exists()
+    page = ann_a.get(response["Location"]).content.decode()
+    assert "Nothing changed since your revision 1, so no new revision was stored." in page
+
+
+def test_item_numbers_are_the_annotators_own(risk_study, people, ann_a):
+    # Another annotator's work goes first: it must not show in ann_a's numbers.
+    for _ in range(3):
+        assignment_next(study=risk_study, annotator=people["ann_b"])
+    mine = [assignment_next(study=risk_study, annotator=people["ann_a"])]
+    label_submit(
+        assignment=mine[0],
+        annotation=valid_annotation(mine[0]),
+        client_submission_id=uuid.uuid4(),
+        parent_digest=None,
+    )
+    mine.append(assignment_next(study=risk_study, annotator=people["ann_a"]))
+
+    assert [a.number for a in mine] == [1, 2]
+    body = ann_a.get(reverse("annotate-start", args=[risk_study.slug])).content.decode()
+    numbers = re.findall(r'<td class="num">(\d+)</td>', body)
+    assert numbers == ["2", "1"]
+    assert "Item 2 ·" in ann_a.get(form_url(mine[1])).content.decode()
 
 
 def test_a_revision_names_its_parent(assignment, ann_a):

@@ -136,3 +136,66 @@ def test_annotators_see_the_study_but_no_import_form(client, study, people):
 def test_outsiders_do_not_learn_that_a_study_exists(client, study, people):
     client.force_login(people["outsider"])
     assert client.get(reverse("study-detail", args=[study.slug])).status_code == 404
+
+
+def test_bad_lines_are_grouped_by_reason_paginated_and_counted_in_the_lines(client, study, people):
+    """3 lines of broken JSON and 250 of invalid UTF-8 after the header: the page says
+    so in two sentences, lists the kept lines 100 at a time, and reads 254 lines."""
+    body = [b"{broken"] * 3 + [b'{"x": "\xff"}'] * 250
+    data = jsonl(observation(1)).split(b"\n")[0] + b"\n" + b"\n".join(body) + b"\n"
+    client.force_login(people["researcher"])
+
+    response = client.post(
+        reverse("study-import", args=[study.slug]), {"file": upload(data)}, follow=True
+    )
+
+    html = response.content.decode()
+    groups = response.context["groups"]
+    assert [(g["reason"], g["count"], g["lines"]) for g in groups] == [
+        (codes.INVALID_UTF8, 250, [5, 6, 7, 8, 9]),
+        (codes.MALFORMED_JSON, 3, [2, 3, 4]),
+    ]
+    assert "250 lines: <code>invalid_utf8</code></strong>, first at line 5" in html
+    assert "253 bad lines: nothing was imported" in html
+    assert response.context["batch"].lines == 254  # the header and every line after it
+    assert len(response.context["errors"]) == 100
+    assert 'href="?page=2" rel="next"' in html
+    last = client.get(response.redirect_chain[-1][0] + "?page=3")
+    assert [e["line"] for e in last.context["errors"]][-1] == 254
+    assert len(last.context["errors"]) == 53
+
+
+def test_a_refused_upload_keeps_the_page_gate_and_links(client, study, people):
+    client.force_login(people["researcher"])
+
+    response = client.post(reverse("study-import", args=[study.slug]), {})
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'id="gate"' in html
+    assert reverse("study-partitions", args=[study.slug]) in html
+    assert reverse("study-people", args=[study.slug]) in html
+    assert "This field is required" in html
+
+
+def test_a_frozen_study_shows_no_import_form(client, study, people):
+    from audit.partitions.models import StudyFreeze
+
+    digest = "0" * 64
+    StudyFreeze.objects.create(
+        study=study,
+        frozen_by=people["researcher"],
+        codebook_digest=digest,
+        pipelines=[],
+        pipelines_digest=digest,
+        thresholds={},
+        thresholds_digest=digest,
+        partition_digest=digest,
+        partition_counts={},
+    )
+    client.force_login(people["researcher"])
+
+    html = client.get(reverse("study-detail", args=[study.slug])).content.decode()
+
+    assert 'id="import-frozen"' in html
+    assert reverse("study-import", args=[study.slug]) not in html

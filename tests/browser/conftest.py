@@ -109,6 +109,22 @@ def demo(warm_live_server, transactional_db) -> Demo:
     return Demo(url=warm_live_server, studies=studies, users=users)
 
 
+@pytest.fixture
+def readme_demo(warm_live_server, transactional_db) -> Iterator[str]:
+    """`make demo`: the demo with its labels, Celery eager as in the embedded default
+    (whatever broker the test run points at: no worker runs beside this test)."""
+    from celery import current_app
+    from django.core.management import call_command
+
+    eager = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = True
+    try:
+        call_command("load_demo", "--allow-without-debug", stdout=io.StringIO())
+        yield warm_live_server
+    finally:
+        current_app.conf.task_always_eager = eager
+
+
 @dataclass
 class PageEvents:
     """What the page did besides rendering: dialogs opened (and dismissed), uncaught

@@ -190,7 +190,10 @@ def assign(unit: Any, user: Any) -> Any:
     from annotator.labelling.models import Assignment
     from audit.archive.models import Unit
 
-    assignment = Assignment.objects.create(study=unit.study, unit=unit, annotator=user)
+    mine = Assignment.objects.filter(study=unit.study, annotator=user).count()
+    assignment = Assignment.objects.create(
+        study=unit.study, unit=unit, annotator=user, number=mine + 1
+    )
     Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
     return assignment
 
@@ -216,6 +219,17 @@ def open_form(page: Any, assignment: Any) -> None:
     texts are set from the page data and the draft status is shown)."""
     page.goto(f"/assignments/{assignment.pk}/")
     wait_for_form(page)
+
+
+def expect_left_form(page: Any, assignment: Any) -> None:
+    """After a submission the page moves on: to the annotator's next item, or to their
+    list when nothing is left (or that is their setting), never back to the same form."""
+    import re
+
+    from playwright.sync_api import expect
+
+    expect(page).to_have_url(re.compile(r"/assignments/\d+/$|/annotate/$"))
+    assert not page.url.endswith(f"/assignments/{assignment.pk}/"), page.url
 
 
 def wait_for_form(page: Any) -> None:

@@ -1,5 +1,7 @@
-"""Screenshots of both annotation forms at 1440×900 with a few spans highlighted, for
-docs/screenshots/. Taken only on request, by ``python tests/browser/take_screenshots.py``:
+"""Screenshots for docs/screenshots/: both annotation forms at 1440×900 with a few spans
+highlighted, and the pages a newcomer meets first at 1280×720 (the smallest screen they
+must serve whole: nothing may be covered there). Taken only on request, by
+``python tests/browser/take_screenshots.py``:
 the file's name is not a test file's, so a test run never collects it and never rewrites
 the committed images."""
 
@@ -27,9 +29,46 @@ OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 AUDIT = "Locksmith"  # the security-audit answer: English, readable in a screenshot
 
 
+SMALL = {"width": 1280, "height": 720}
+
+
 def shoot(page, name: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(OUT / name))
+
+
+@pytest.fixture
+def small(browser, demo):
+    """A page at 1280×720."""
+    context = browser.new_context(viewport=SMALL, base_url=demo.url)
+    context.set_default_timeout(10_000)
+    try:
+        yield context, context.new_page()
+    finally:
+        context.close()
+
+
+def test_screenshot_problems_bar_at_1280(small, demo):
+    context, page = small
+    unit = unit_where(
+        demo.studies["demo-source-risk"],
+        tuple__source__canonical_url__contains="brightline-security",
+    )
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    page.check('input[name="pred-I"][value="1"]')
+    page.check('input[name="pred-A"][value="U"]')
+    page.click("#submit-label")
+    expect(page.locator("#form-errors details.problems")).to_have_attribute("open", "")
+    expect(page.locator('[data-action="submit-anyway"]')).to_be_in_viewport()
+    shoot(page, "annotate-problems-1280.png")
+    # Collapsed to its one line: the texts keep the screen.
+    page.locator("#form-errors summary").click()
+    expect(page.locator("#form-errors details.problems")).not_to_have_attribute("open", "")
+    page.evaluate("() => window.scrollTo(0, 400)")
+    page.wait_for_timeout(300)
+    shoot(page, "annotate-problems-collapsed-1280.png")
 
 
 def test_screenshot_source_risk_form(page, context, demo):
@@ -130,3 +169,31 @@ def test_screenshot_codebook_install(page, context, demo, tmp_path):
     page.get_by_role("button", name="Check and install").click()
     expect(page.get_by_role("alert")).to_contain_text("3 problems")
     shoot(page, "codebook-install.png")
+
+
+def test_screenshot_first_hour_at_1280(browser, readme_demo):
+    """Every page the first hour changed, at 1280×720, along the README's flow (twice),
+    with a leaking rule's preview and an import refused line by line before it."""
+    from tests.browser.test_first_hour import as_user, make_demo_again, walk_readme
+
+    context, page = as_user(browser, readme_demo, "researcher")
+    page.goto("/studies/demo-source-risk/partitions/")
+    page.fill("textarea[name=values]", "local-services")
+    page.click("#preview-rule")
+    expect(page.locator("#leak-reason")).to_be_visible()
+    page.locator("#preview").scroll_into_view_if_needed()
+    shoot(page, "partitions-leaking-1280.png")
+    page.goto("/studies/demo-answer-claims/")
+    demo_file = OUT.parents[1] / "fixtures" / "demo" / "answer-claims.jsonl"
+    header = demo_file.read_bytes().split(b"\n")[0]
+    bad = header + b"\n" + b"{broken\n" * 3 + b'{"x": "\xff"}\n' * 250
+    upload = {"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": bad}
+    page.set_input_files("input[type=file]", files=[upload])
+    page.click("#import button[type=submit]")
+    expect(page.locator(".error-groups")).to_be_visible()
+    shoot(page, "import-errors-1280.png")
+    context.close()
+
+    walk_readme(browser, readme_demo, first=True, shoot=shoot)
+    make_demo_again()
+    walk_readme(browser, readme_demo, first=False, shoot=shoot)

@@ -4,8 +4,6 @@ the stored offsets checked against Python's own string indices."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
@@ -13,6 +11,7 @@ from annotator.labelling.models import Label
 from tests.browser.helpers import (
     assign,
     drag_select,
+    expect_left_form,
     expected_span,
     login_fast,
     open_form,
@@ -122,7 +121,7 @@ def test_claims_with_quotes_and_verdicts_are_stored_in_code_points(page, context
     expect(mismatch).to_be_hidden()
 
     page.click("#submit-label")
-    expect(page).to_have_url(re.compile(rf"/studies/{CLAIMS}/annotate/$"))
+    expect_left_form(page, assignment)
     expect(page.locator(".messages")).to_contain_text("Label submitted")
 
     annotation = Label.objects.get(assignment=assignment).annotation

@@ -17,6 +17,7 @@ from tests.browser.helpers import (
     snapshot_selector,
     texts_of,
     unit_where,
+    wait_for_form,
 )
 
 pytestmark = pytest.mark.browser
@@ -65,10 +66,13 @@ def test_markup_in_a_source_is_text_on_the_source_risk_form(page, context, event
     assert label.annotation["spans"] == {"I": [span]}
     assert label.annotation["rationale"] == RATIONALE
 
-    # The start page lists the item; its revision form shows the stored label again.
-    expect(page.locator("tr.assignment-row")).to_have_count(1)
-    page.locator("tr.assignment-row a").click()
-    open_form(page, assignment)
+    # The next item opened; the start page lists this one, and its revision form shows
+    # the stored label again.
+    page.goto(f"/studies/{assignment.study.slug}/annotate/")
+    row = page.locator(f'tr.assignment-row[data-assignment-id="{assignment.pk}"]')
+    expect(row).to_have_count(1)
+    row.locator("a").click()
+    wait_for_form(page)
     expect(page.locator(".revision-note")).to_be_visible()
     expect(page.locator('li.span-item[data-judgment="I"]')).to_contain_text(SCRIPT)
     expect(page.locator('textarea[name="rationale"]')).to_have_value(RATIONALE)

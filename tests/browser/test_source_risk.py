@@ -4,8 +4,6 @@ the stored offsets checked against Python's own string indices."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
@@ -16,6 +14,7 @@ from tests.browser.helpers import (
     autosave_of,
     drag_points,
     drag_select,
+    expect_left_form,
     expected_span,
     login_fast,
     open_form,
@@ -143,7 +142,7 @@ def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
 
     fill_rest(page, rationale="Owned by the chain: see the source’s footer.")
     page.click("#submit-label")
-    expect(page).to_have_url(re.compile(rf"/studies/{RISK}/annotate/$"))
+    expect_left_form(page, assignment)
     expect(page.locator(".messages")).to_contain_text("Label submitted")
 
     # The stored offsets are Python's indices into the snapshot texts.

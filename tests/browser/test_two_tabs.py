@@ -4,13 +4,11 @@ both versions shown and nothing lost."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
 from annotator.labelling.models import Draft, Label
-from tests.browser.helpers import assign, login_fast, open_form, unit_where
+from tests.browser.helpers import assign, expect_left_form, login_fast, open_form, unit_where
 
 pytestmark = pytest.mark.browser
 
@@ -93,7 +91,7 @@ def test_a_submission_overtaken_by_another_tab_is_refused_and_kept(two_tabs):
 
     # Submitting again stores the second tab's version as revision 2; revision 1 stays.
     second.click("#submit-label")
-    expect(second).to_have_url(re.compile(rf"/studies/{RISK}/annotate/$"))
+    expect_left_form(second, assignment)
     expect(second.locator(".messages")).to_contain_text("Revision 2 submitted")
     labels = list(Label.objects.filter(assignment=assignment).order_by("revision"))
     assert [label.annotation["rationale"] for label in labels] == [

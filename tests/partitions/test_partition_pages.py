@@ -130,13 +130,49 @@ def test_a_leaky_rule_shows_the_leaking_groups_with_unit_digests(study, people):
         for digest in leak.calibration + leak.test:
             assert digest in html
     assert "Leakage after this rule" in html
+    # One sentence says why, naming the groups; no Apply is offered for it.
+    assert (
+        "It leaks because it splits by domain, while 2 query templates ('best-venue-near', "
+        "'opening-hours-on-date') have units on both sides" in html.replace("&#x27;", "'")
+    )
+    assert 'id="apply-rule"' not in html
 
-    client.post(
+    # Sent anyway, the page's apply refuses it and changes nothing.
+    refused = client.post(
         url("study-partitions-rule", study), split_form(step="apply", values="local-services")
     )
+    assert refused.status_code == 400
+    assert "nothing was changed" in refused.content.decode()
+    assert not Unit.objects.filter(study=study, partition__isnull=False).exists()
+
+    # Applied elsewhere (the API allows it, reporting the leaks), the page lists them.
+    partition_rule_apply(study=study, rule=LEAKY)
     page = client.get(url("study-partitions", study)).content.decode()
     assert "2 groups in both partitions" in page
     assert "Cannot freeze yet" in page
+
+
+def test_the_page_proposes_a_leak_free_split_and_starts_the_form_from_it(study, people):
+    client = client_for(people["res"])
+
+    page = client.get(url("study-partitions", study))
+
+    proposal = page.context["proposal"]
+    assert proposal.possible
+    assert proposal.test_units + proposal.calibration_units == 35
+    assert 0 < proposal.test_units <= 35 * 0.2
+    html = page.content.decode()
+    assert "Proposed leak-free split" in html
+    assert page.context["rule_form"].initial["values"] == "\n".join(proposal.test_values)
+    # Its preview has no leakage and offers Apply; applying it leaves nothing to fix.
+    values = ",".join(proposal.test_values)
+    preview = client.post(url("study-partitions-rule", study), split_form(values=values))
+    assert preview.context["preview"].leaks == []
+    assert 'id="apply-rule"' in preview.content.decode()
+    applied = client.post(url("study-partitions-rule", study), split_form("apply", values))
+    assert applied.status_code == 302
+    assert partition_overview(study=study).leaks == []
+    assert Unit.objects.filter(study=study, partition="test").count() == proposal.test_units
 
 
 def test_a_rule_naming_an_unknown_value_is_refused(study, people):
@@ -150,18 +186,18 @@ def test_a_rule_naming_an_unknown_value_is_refused(study, people):
 
 
 def test_a_seeded_share_rule_through_the_form(study, people):
-    form = {"step": "apply", "field": "target_family", "kind": "share", "share": "25", "seed": "x"}
+    form = {"field": "target_family", "kind": "share", "share": "25", "seed": "x"}
+    client = client_for(people["res"])
 
-    response = client_for(people["res"]).post(url("study-partitions-rule", study), form)
+    preview = client.post(url("study-partitions-rule", study), {"step": "preview", **form})
 
-    assert response.status_code == 302
-    assert not Unit.objects.filter(study=study, partition__isnull=True).exists()
-    families = set(
-        Unit.objects.filter(study=study, partition="test").values_list(
-            "observation__query__target_family", flat=True
-        )
-    )
-    assert len(families) == 3  # 25% of 11 target families, rounded
+    assert preview.status_code == 200
+    assert len(preview.context["preview"].test_values) == 3  # 25% of 11 target families
+    # Target families share domains here: the split leaks, so the page will not apply it.
+    assert preview.context["preview"].leaks
+    applied = client.post(url("study-partitions-rule", study), {"step": "apply", **form})
+    assert applied.status_code == 400
+    assert not Unit.objects.filter(study=study, partition__isnull=False).exists()
 
 
 def test_a_file_with_bad_lines_is_listed_and_not_applied(study, people):

@@ -191,3 +191,16 @@ def test_behind_a_proxy_the_address_it_saw_counts_not_what_the_client_claims(set
 
     assert client_ip(request) == "203.0.113.9"
     assert client_ip(bare) == "10.0.0.5"
+
+
+def test_the_login_page_warns_before_the_lockout_and_says_how_long_it_lasts(
+    client, people, lockout
+):
+    first, second, third = (r.content.decode() for r in fail(client, "annotator", 3))
+
+    assert "attempts left" not in first + second  # 4 and 3 left: no alarm yet
+    assert (
+        "2 attempts left</strong> before logging in as this user is paused for 15 minutes" in third
+    )
+    fourth = fail(client, "annotator", 1)[0].content.decode()
+    assert "1 attempt left</strong>" in fourth
