@@ -131,7 +131,58 @@ class Immutable:
         ]
 
 
-def install(*rules: Immutable) -> Callable:
+@dataclass(frozen=True)
+class PartitionVersion:
+    """Move a study's partition version on whenever an UPDATE changes the partition of
+    one of its units, whatever wrote it (the services, a raw cursor, psql): the stored
+    partition summaries, outcome counts and reliability staleness read that version.
+
+    PostgreSQL: one statement-level trigger with transition tables (a bulk assignment of
+    10⁵ units is one join, not 10⁵ calls; a column list cannot go with transition tables,
+    so the join keeps only rows whose partition changed). SQLite: a row trigger.
+    """
+
+    table: str = "audit_unit"
+    state: str = "audit_partitionstate"
+    name: str = "audit_unit_partition_version"
+
+    def create_sql(self, vendor: str) -> list[str]:
+        upsert = (
+            f"INSERT INTO {self.state} (study_id, version, summary_key, summary) "
+            "{rows} ON CONFLICT (study_id) DO UPDATE SET version = "
+            f"{self.state}.version + 1"
+        )
+        if vendor == "postgresql":
+            rows = (
+                "SELECT DISTINCT n.study_id, 1, '', '{}'::jsonb FROM new_rows n "
+                "JOIN old_rows o ON o.id = n.id WHERE n.partition IS DISTINCT FROM o.partition"
+            )
+            return [
+                f"CREATE OR REPLACE FUNCTION {self.name}_fn() RETURNS trigger AS $$ "
+                f"BEGIN {upsert.format(rows=rows)}; RETURN NULL; END; $$ LANGUAGE plpgsql",
+                f"CREATE TRIGGER {self.name} AFTER UPDATE ON {self.table} "
+                "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {self.name}_fn()",
+            ]
+        if vendor == "sqlite":
+            rows = "VALUES (NEW.study_id, 1, '', '{}')"
+            return [
+                f"CREATE TRIGGER {self.name} AFTER UPDATE OF partition ON {self.table} "
+                "FOR EACH ROW WHEN OLD.partition IS NOT NEW.partition "
+                f"BEGIN {upsert.format(rows=rows)}; END"
+            ]
+        raise ValueError(f"Claimgate supports PostgreSQL and SQLite, not {vendor}")
+
+    def drop_sql(self, vendor: str) -> list[str]:
+        if vendor == "postgresql":
+            return [
+                f"DROP TRIGGER IF EXISTS {self.name} ON {self.table}; "
+                f"DROP FUNCTION IF EXISTS {self.name}_fn()"
+            ]
+        return [f"DROP TRIGGER IF EXISTS {self.name}"]
+
+
+def install(*rules: Immutable | PartitionVersion) -> Callable:
     def forward(apps, schema_editor) -> None:
         vendor = schema_editor.connection.vendor
         for rule in rules:
@@ -141,7 +192,7 @@ def install(*rules: Immutable) -> Callable:
     return forward
 
 
-def uninstall(*rules: Immutable) -> Callable:
+def uninstall(*rules: Immutable | PartitionVersion) -> Callable:
     def backward(apps, schema_editor) -> None:
         vendor = schema_editor.connection.vendor
         for rule in rules:

@@ -33,7 +33,8 @@ class StudyFreeze(models.Model):
 
 
 class PartitionState(models.Model):
-    """A study's partition version, moved on by every change of partitions, and the
+    """A study's partition version, moved on by every change of a unit's partition (a
+    database trigger, audit 0025, whatever writes it), and the
     study-wide counts its pages show, stored with the key they were computed for.
 
     The counts (units per partition and grouping values, and the partition digest) are

@@ -198,13 +198,6 @@ def _summary(study: Study) -> _Summary:
     )
 
 
-def partitions_changed(study: Study) -> None:
-    """Move the study's partition version on, inside the change's transaction (which
-    holds the study's row lock, so two changes never both create the row)."""
-    if not PartitionState.objects.filter(study=study).update(version=F("version") + 1):
-        PartitionState.objects.create(study=study, version=1)
-
-
 def partition_overview(
     *,
     study: Study,
@@ -439,7 +432,6 @@ def partition_rule_apply(*, study: Study, rule: Rule, refuse_leakage: bool = Fal
         units = Unit.objects.filter(study=study)
         units.filter(**{lookup: preview.test_values}).update(partition="test")
         units.exclude(**{lookup: preview.test_values}).update(partition="calibration")
-        partitions_changed(study)
         _partitions_changed(study)
     return preview
 
@@ -517,7 +509,6 @@ def partition_file_apply(*, study: Study, data: bytes, file_name: str = "") -> F
             by_partition[partition].append(digest)
         for partition, digests in sorted(by_partition.items()):
             _set_partition(study, digests, partition)
-        partitions_changed(study)
         _partitions_changed(study)
     after = with_partitions(units, assignment)
     return FileOutcome(
