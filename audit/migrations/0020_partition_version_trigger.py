@@ -8,7 +8,7 @@ from audit.triggers import PartitionVersion, install, uninstall
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0016_history_not_truncated")]
+    dependencies = [("audit", "0019_importbatch_error_groups")]
 
     operations = [
         migrations.RunPython(install(PartitionVersion()), uninstall(PartitionVersion())),
