@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from audit.archive.models import Study, Unit
         from audit.archive.services import codebook_install_file, observations_import
-        from audit.partitions.services import partitions_changed, study_freeze
+        from audit.partitions.services import study_freeze
         from metrics.estimates import judge_scores
         from metrics.services import predictions_import
 
@@ -51,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         settings.IMPORT_MAX_FILE_BYTES = max(settings.IMPORT_MAX_FILE_BYTES, len(data) * 2)
         observations_import(study=study, data=data, file_name="bench.jsonl")
         Unit.objects.filter(study=study).update(partition="calibration")
-        partitions_changed(study)
         user = get_user_model().objects.create(username="bench")
         study_freeze(study=study, user=user)
 

@@ -12,7 +12,7 @@ from annotator.adjudication.jobs import label_submitted
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import label_submit
 from audit.archive.models import Study, Unit
-from audit.partitions.services import partitions_changed, study_freeze
+from audit.partitions.services import study_freeze
 from tests.annotation.annotations import source_risk
 from tests.annotation.conftest import add_people, make_study
 from tests.browser.helpers import assign
@@ -45,7 +45,6 @@ def gold_study(slug: str = "pred", *, units: int = 9, freeze: bool = True) -> Go
             label_submitted.run(label.pk)
     if freeze:
         Unit.objects.filter(study=study).update(partition="calibration")
-        partitions_changed(study)
         study_freeze(study=study, user=people["res"])
     return GoldStudy(study, people, ordered[:units], ordered[units:])
 

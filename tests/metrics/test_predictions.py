@@ -254,7 +254,7 @@ def test_an_answer_verdict_is_scored_against_the_final_verdicts(db):
     from annotator.labelling.selectors import unit_content
     from annotator.labelling.services import assignment_next, label_submit
     from audit.archive.models import Unit
-    from audit.partitions.services import partitions_changed, study_freeze
+    from audit.partitions.services import study_freeze
     from tests.annotation.annotations import answer_claims
     from tests.annotation.conftest import add_people, make_study
 
@@ -270,7 +270,6 @@ def test_an_answer_verdict_is_scored_against_the_final_verdicts(db):
         ).label
         label_submitted.run(label.pk)
     Unit.objects.filter(study=study).update(partition="calibration")
-    partitions_changed(study)
     study_freeze(study=study, user=people["res"])
     units = list(Unit.objects.filter(study=study).order_by("id"))
     data = prediction_file(

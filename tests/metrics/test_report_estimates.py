@@ -12,7 +12,7 @@ from annotator.adjudication.jobs import label_submitted
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
 from audit.archive.models import Tuple, Unit
-from audit.partitions.services import partitions_changed, study_freeze
+from audit.partitions.services import study_freeze
 from metrics.estimates import hajek
 from metrics.models import VeriScoreCohort
 from metrics.services import report_compute
@@ -112,7 +112,6 @@ def test_veriscore_k_is_frozen_with_the_study_once_every_answer_is_assessed():
     }
     _label_every_answer(study, people)
     Unit.objects.filter(study=study).update(partition="calibration")
-    partitions_changed(study)
     study_freeze(study=study, user=people["res"])
 
     report = report_compute(study=study)
