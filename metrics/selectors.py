@@ -10,9 +10,10 @@ digests of exactly those labels; a stored report with another digest is out of d
 Claim-metric rows (``answer-claims``): one row per observation of the study. A failed
 attempt is a ``failed`` row (its failure text, no verdicts). A complete answer takes its
 verdicts and claims from its unit's **final record**: the latest adjudicated label, else
-the latest consensus label while the unit is agreed. A consensus record holds every
-agreeing annotator's claims (ids prefixed ``a1-``, ``a2-``, ...); the rows use the first
-annotator's (``a1-``) so that an agreed answer's claims are not counted k times. A
+the latest consensus label while the unit is agreed. A consensus record holds one claim
+per aligned row (audit.contract.claim_alignment); one stored before claims were aligned
+holds every agreeing annotator's claims (ids prefixed ``a1-``, ``a2-``, ...), and the rows
+use the first annotator's so that an agreed answer's claims are not counted k times. A
 complete answer without a final record yet counts as an attempt with unknown verdicts and
 no claims, and the report gives how many there are ("awaiting a final record").
 """
@@ -444,7 +445,9 @@ def _claim_rows(study: Study, units: dict[int, tuple], open_units: set[int]) -> 
         kind, annotation = final
         verdicts = annotation.get("verdicts") or {}
         claims = annotation.get("claims") or []
-        if kind == LabelKind.CONSENSUS:
+        if kind == LabelKind.CONSENSUS and any(
+            str(c.get("id", "")).startswith("a1-") for c in claims
+        ):  # a consensus stored before claims were aligned: every annotator's claims
             claims = [c for c in claims if str(c.get("id", "")).startswith("a1-")]
         row.update({key: (verdicts.get(key) or {}).get("value") for key in VERDICTS})
         row["reasons"] = {key: (verdicts.get(key) or {}).get("reason") for key in VERDICTS}

@@ -211,7 +211,9 @@ def _units_state_recompute(
             state = UnitState.OPEN
         elif len(unit_heads) < study.overlap:
             state = UnitState.PARTIALLY_LABELLED
-        elif len({judgments_of(h.annotation, study.codebook.unit) for h in unit_heads}) == 1:
+        elif labels_agree(
+            [h.annotation for h in unit_heads], study.codebook.unit, study.codebook.definition
+        ):
             state = UnitState.AGREED
             annotation = consensus_annotation(study=study, heads=unit_heads)
             parents = sorted(h.record_digest for h in unit_heads)
