@@ -457,12 +457,13 @@ def _gold_turn(*, study: Study, annotator: AbstractBaseUser) -> tuple[Assignment
 
 def _draft_restore(assignment: Assignment) -> None:
     """The draft kept when this annotator was paused while holding this unit."""
-    kept = KeptDraft.objects.filter(
-        unit_id=assignment.unit_id, annotator_id=assignment.annotator_id
+    kept = list(
+        KeptDraft.objects.filter(unit_id=assignment.unit_id, annotator_id=assignment.annotator_id)
     )
     for draft in kept:
         Draft.objects.create(assignment=assignment, payload=draft.payload, version=draft.version)
-    kept.delete()
+    if kept:
+        KeptDraft.objects.filter(pk__in=[draft.pk for draft in kept]).delete()
 
 
 def _assignment_create(
@@ -597,10 +598,11 @@ def _replay_and_head(
     assignment: Assignment, submission_id: uuid.UUID
 ) -> tuple[Label | None, Label | None]:
     """In one query: the label this submission id already made (on any assignment of
-    this person), and the person's latest revision on this assignment's unit."""
+    this person), and the person's latest revision on this assignment's unit (of the
+    assignment's kind: independent, or gold for a unit handed out for scoring)."""
+    kind = label_kind_of(assignment)
     rows = Label.objects.filter(annotator_id=assignment.annotator_id).filter(
-        Q(client_submission_id=submission_id)
-        | Q(unit_id=assignment.unit_id, kind=LabelKind.INDEPENDENT)
+        Q(client_submission_id=submission_id) | Q(unit_id=assignment.unit_id, kind=kind)
     )
     replay = head = None
     for label in rows:
@@ -608,7 +610,7 @@ def _replay_and_head(
             replay = label
         if (
             label.unit_id == assignment.unit_id
-            and label.kind == LabelKind.INDEPENDENT
+            and label.kind == kind
             and (head is None or label.revision > head.revision)
         ):
             head = label

@@ -21,9 +21,11 @@ pytestmark = pytest.mark.django_db
 
 #: Statements of one request (the test's transaction makes each atomic block a SAVEPOINT
 #: and its RELEASE, which a real request's BEGIN and COMMIT replace).
-NEXT_NEW = 11  # study, roles, open?, unfinished, unit walk per taken count (k=2),
-#                insert, count +1, the unit's content; 2 savepoint statements
-NEXT_OPEN = 7  # study, roles, open?, unfinished, content, draft, head
+NEXT_NEW = 19  # study, roles, open?, paused?, unfinished, gold?, the annotator's order,
+#                the started-unit walk, the fresh-position walk, cursor, last item number,
+#                insert, count +1, kept draft?, the unit's content; 4 savepoint statements
+#                (the first next of an annotator also draws their order: not counted here)
+NEXT_OPEN = 8  # study, roles, open?, paused?, unfinished, content, draft, head
 SUBMIT = 15  # assignment, roles, lock + seen, replay + head, content, pseudonym, insert,
 #              assignment, unit, draft, waiting outcome; 4 savepoint statements
 
@@ -57,7 +59,11 @@ def test_next_and_submit_take_a_fixed_number_of_queries(
     risk_study, people, django_assert_num_queries
 ):
     client = api_as(people["ann_a"])
-    for _ in range(3):  # the same on the first unit and on later ones
+    first = client.post(next_url(risk_study))  # draws this annotator's order, once
+    body = submit_body(first.json()["id"])
+    url = reverse("api-assignment-labels", args=[first.json()["id"]])
+    assert client.post(url, body, format="json").status_code == 201
+    for _ in range(3):  # the same on every later unit
         with django_assert_num_queries(NEXT_NEW):
             given = client.post(next_url(risk_study))
         assert given.status_code == 201
@@ -70,7 +76,7 @@ def test_next_and_submit_take_a_fixed_number_of_queries(
         with django_assert_num_queries(SUBMIT):
             submitted = client.post(url, body, format="json")
         assert submitted.status_code == 201, submitted.json()
-    assert OutcomeWaiting.objects.count() == 3  # each waits for the outcomes job
+    assert OutcomeWaiting.objects.count() == 4  # each waits for the outcomes job
 
 
 def test_no_codebook_or_membership_is_read_twice_in_a_request(risk_study, people):

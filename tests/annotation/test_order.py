@@ -151,4 +151,4 @@ def test_next_unit_costs_the_same_queries_whatever_the_number_of_units():
             assignment_next(study=study, annotator=people["ann_a"])
         counts.append(len(queries))
     assert counts[0] == counts[1]
-    assert counts[0] <= 10
+    assert counts[0] <= 16  # the walk, and the gold, pause and item-number checks

@@ -39,7 +39,7 @@ def same_page(html: str, *, assignment_id: int, username: str) -> str:
     html = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "CSRF", html)
     html = re.sub(r'csrf-token" content="[^"]+"', "CSRF", html)
     html = re.sub(
-        rf'(assignments/|assignments%2F|[Ii]tem |assignment:|assignment-id="|"assignment": )'
+        rf'(assignments/|assignments%2F|assignment:|assignment-id="|"assignment": )'
         rf"{assignment_id}\b",
         r"\1ID",
         html,
