@@ -21,7 +21,7 @@ from annotator.labelling.services import assignment_next, label_submit
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Unit, UnitState
 from tests.annotation.annotations import answer_claims, source_risk
-from tests.annotation.conftest import add_people, make_study
+from tests.annotation.conftest import add_people, assign, make_study
 
 pytestmark = pytest.mark.django_db
 
@@ -41,8 +41,12 @@ def people(study):
     return people
 
 
-def label(study, user, annotation_of):
-    assignment = assignment_next(study=study, annotator=user)
+def label(study, user, annotation_of, unit=None):
+    """``user``'s label on the next unit of their queue, or on ``unit`` (given directly:
+    each annotator's queue has an order of its own)."""
+    assignment = (
+        assignment_next(study=study, annotator=user) if unit is None else assign(unit, user)
+    )
     submitted = label_submit(
         assignment=assignment,
         annotation=annotation_of(unit_content(unit=assignment.unit)),
@@ -367,8 +371,10 @@ def test_answer_claims_units_are_adjudicated_from_verdicts_and_claims(db):
         annotation["verdicts"]["timely"] = {"value": False, "reason": "last year's hours"}
         return annotation
 
-    first = label(study, people["ann_a"], answer_claims)
-    label(study, people["ann_b"], disagreeing)
+    # An answer with sources, so that each annotator's label has a claim.
+    answered = next(u for u in study.units.order_by("id") if unit_content(unit=u).sources)
+    first = label(study, people["ann_a"], answer_claims, unit=answered)
+    label(study, people["ann_b"], disagreeing, unit=answered)
     unit = Unit.objects.get(pk=first.unit_id)
     assert unit.state == UnitState.DISPUTED
     url = reverse("adjudication-unit", kwargs={"unit_id": unit.pk})
