@@ -537,7 +537,10 @@ def test_a_refused_annotation_is_400_with_its_reason_and_keeps_the_work(assignme
 
 def test_a_summary_mismatch_is_refused_with_its_code(claims_study):
     people = add_people(claims_study)
-    assignment = assignment_next(study=claims_study, annotator=people["ann_a"])
+    # An answer with sources, so that the annotation has a claim (whatever the queue's
+    # seeded order would hand out first).
+    answered = next(u for u in claims_study.units.order_by("id") if unit_content(unit=u).sources)
+    assignment = assign(answered, people["ann_a"])
     annotation = answer_claims(unit_content(unit=assignment.unit))
     annotation["claims"][0]["supported"] = False  # but the answer says supported: true
 
