@@ -42,7 +42,6 @@ MAX_QUERIES = 25
 ROWS_PER_STORED_ROW = 3
 
 
-
 @dataclass
 class World:
     study: Study
