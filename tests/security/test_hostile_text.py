@@ -33,7 +33,7 @@ from audit.contract import codes
 from audit.contract.errors import ContractError
 from audit.releases.models import Release
 from tests.annotation.annotations import answer_claims, source_risk
-from tests.annotation.conftest import add_people, make_study
+from tests.annotation.conftest import add_people, assign, make_study
 from tests.archive.builders import HEADER, observation
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -202,7 +202,9 @@ def test_api_claim_text_with_hostile_text_is_400_invalid_text(kind):
     cache.clear()
     study = make_study("hostclaims", "answer-claims-1.0.0", "answer-claims.jsonl", overlap=2)
     people = add_people(study)
-    assignment = assignment_next(study=study, annotator=people["ann_a"])
+    # An answer with sources (so its label has a claim), whatever the queue's order.
+    unit = next(u for u in study.units.order_by("id") if unit_content(unit=u).sources)
+    assignment = assign(unit, people["ann_a"])
     annotation = answer_claims(unit_content(unit=assignment.unit))
     annotation["claims"][0]["reason"] = HOSTILE[kind]
     before = nothing_written()
