@@ -255,6 +255,15 @@ def _form_context(
         )
         context["general_problems"] = general
         if is_documents:
+            if problems and error is not None:
+                # The contract's sentence lists every path; the page shows each problem
+                # next to its field and document instead.
+                count = len(problems)
+                context["error"] = (
+                    error[0],
+                    f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
+                    "named next to its document and field below.",
+                )
             context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
             context["document_choices"] = [
                 {"index": index, "number": index + 1} for index in range(len(content.documents))

@@ -623,6 +623,14 @@
       const card = event.target.closest && event.target.closest(".document-card[data-document]");
       if (card) {
         markDocument(Number(card.dataset.document));
+        // A click on the document outside its fields leaves the field last used: the
+        // next key is a field's key again (a grade's "u" would otherwise choose U there).
+        if (event.type === "mousedown" && !event.target.closest("fieldset[data-field]")) {
+          active = null;
+          form.querySelectorAll("fieldset.is-active").forEach(function (node) {
+            node.classList.remove("is-active");
+          });
+        }
       }
     }
     document.addEventListener("focusin", noteDocument);
