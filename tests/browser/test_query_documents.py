@@ -14,8 +14,16 @@ from playwright.sync_api import expect
 from annotator.labelling.models import Label
 from annotator.memberships.models import Role
 from annotator.memberships.services import membership_add
-from tests.browser.helpers import assign, autosave_of, login_fast, open_form
-from tests.engine.documents import make_documents_study
+from tests.browser.helpers import (
+    assign,
+    autosave_of,
+    drag_select,
+    expected_span,
+    login_fast,
+    open_form,
+    snapshot_selector,
+)
+from tests.engine.documents import evidence_definition, make_documents_study
 
 pytestmark = pytest.mark.browser
 
@@ -130,3 +138,52 @@ def test_an_annotator_grades_each_document_and_relates_them(
         "redundancy": [{"representative": 0, "members": [0, 1]}],
     }
     assert events.console_errors == []
+
+
+def test_evidence_is_selected_in_a_document_and_kept_with_its_field_there(
+    page, context, events, demo
+):
+    study = make_documents_study(SLUG + "-evidence", queries=1, definition=evidence_definition())
+    membership_add(study=study, user=demo.users["annotator1"], role=Role.ANNOTATOR)
+    unit = study.units.get()
+    assignment = assign(unit, demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    page.check(radio("support-0", "U"))  # U needs no span
+    page.check(radio("support-1", "2"))
+    page.check(radio("support-2", "0"))
+    # A resolved grade without a span: the page says so on that document's field.
+    expect(page.locator('[data-missing-for="support-1"]')).to_be_visible()
+    expect(page.locator('[data-missing-for="support-0"]')).to_be_hidden()
+    # Select in document 2's text with the mouse and attach it to the support grade.
+    needle = "Acme's own page"
+    assert drag_select(page, snapshot_selector("document:1"), 0, len(needle)) == needle
+    page.click('#span-toolbar button[data-attach="support"]')
+    expect(page.locator('ul[data-spans-for="support"][data-spans-document="1"] li')).to_have_count(
+        1
+    )
+    expect(page.locator('ul[data-spans-for="support"][data-spans-document="0"] li')).to_have_count(
+        0
+    )
+    expect(page.locator('[data-missing-for="support-1"]')).to_be_hidden()
+    needle_3 = "The Federal Network Agency"
+    drag_select(page, snapshot_selector("document:2"), 0, len(needle_3))
+    page.click('#span-toolbar button[data-attach="support"]')
+    expect(page.locator('ul[data-spans-for="support"][data-spans-document="2"] li')).to_have_count(
+        1
+    )
+    page.click("#submit-label")
+    expect(page.locator("body")).to_contain_text("Label submitted")
+    label = Label.objects.get(unit=unit, annotator=demo.users["annotator1"])
+    assert [d["values"]["support"] for d in label.annotation["documents"]] == [None, 2, 0]
+    assert label.annotation["spans"] == [
+        {"field": "support", **expected_span("document:1", document_text(unit, 1), needle)},
+        {"field": "support", **expected_span("document:2", document_text(unit, 2), needle_3)},
+    ]
+    assert events.console_errors == []
+
+
+def document_text(unit, position: int) -> str:
+    from annotator.labelling.selectors import unit_content
+
+    return unit_content(unit=unit).texts[f"document:{position}"]

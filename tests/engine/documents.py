@@ -38,8 +38,24 @@ def documents_line(n: int, texts: tuple[str, ...] = DOCUMENT_TEXTS) -> dict[str,
     return reseal(line)
 
 
-def make_documents_study(slug: str = "qdocs", queries: int = 2, overlap: int = 2) -> Study:
+def evidence_definition() -> dict[str, Any]:
+    """A smaller variant of the grades codebook whose support grade needs an evidence
+    span for a resolved value: spans on documents, per document."""
     definition = grades_definition()
+    definition["name"] = "query-document-support-evidence"
+    support, *_ = (f for f in definition["fields"] if f["code"] == "support")
+    support["evidence"] = "required"
+    definition["fields"] = [support, *(f for f in definition["fields"] if f["placement"] == "set")]
+    return definition
+
+
+def make_documents_study(
+    slug: str = "qdocs",
+    queries: int = 2,
+    overlap: int = 2,
+    definition: dict[str, Any] | None = None,
+) -> Study:
+    definition = definition or grades_definition()
     codebook, _ = codebook_install(definition=definition)
     study = Study.objects.create(slug=slug, title=slug, codebook=codebook, overlap=overlap)
     data = jsonl(*(documents_line(n) for n in range(1, queries + 1)), header=header_of(definition))
