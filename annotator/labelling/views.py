@@ -262,7 +262,7 @@ def _form_context(
                 context["error"] = (
                     error[0],
                     f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
-                    "named next to its document and field below.",
+                    "named next to the document and field it concerns.",
                 )
             context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
             context["document_choices"] = [

@@ -135,7 +135,7 @@ def test_a_refused_submission_names_the_field_and_document(study, people):
     assert problems_of(html, "support-0").count("<li") == 0
     assert "7" in problems_of(html, "authority-2")
     assert "cannot contradict itself" in problems_of(html, "contradictions")
-    assert "Nothing was stored: 3 problems, each named next to its document and field" in html
+    assert "Nothing was stored: 3 problems, each named next to the document and field" in html
     assert "annotation.documents[1]" not in html  # no contract paths in the page's words
     assert not Label.objects.exists()
 
