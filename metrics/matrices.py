@@ -17,6 +17,11 @@ paired before their verdicts are compared, by the rule the adjudication state us
 one, greedily, largest overlap first, one partner per other annotator). Each matched pair
 is one unit of the claim-level matrices (two coders present, the others missing). A claim
 that found no partner with any other annotator counts as unmatched for its annotator.
+
+**Per-document fields** (``placement: document`` in a query_documents codebook) are items
+whose units are the (unit, document) pairs: each document of each unit is one column of
+the field's matrix, the coders who labelled that unit its rows (:func:`document_matrices`).
+Their bootstrap resamples documents, clustered by their query's domain as units are.
 """
 
 from __future__ import annotations
@@ -82,6 +87,9 @@ class Heads:
     codes: np.ndarray  # items x labels: int32 index into ``categories[item]``
     record_digests: np.ndarray  # object array of str
     claims: np.ndarray | None = None  # object array of tuple[ClaimSpan, ...] (answers)
+    #: query_documents codebooks: per label, one tuple of categories per document (in the
+    #: order of the per-document items; None: not answered), object array.
+    documents: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.unit_ids)
@@ -137,6 +145,7 @@ def heads_from_rows(
     n_items: int,
     coder_of: Callable[[int | None], str],
     claims_of: Callable[[Any], tuple[ClaimSpan, ...]] | None = None,
+    documents_of: Callable[[Any], tuple[tuple[str | None, ...], ...]] | None = None,
 ) -> Heads:
     """The latest revision of each (unit, annotator) among independent label rows.
 
@@ -144,9 +153,10 @@ def heads_from_rows(
     assisted, value_1 .. value_n_items[, claims])``, in any order and in chunks of any size;
     the row with the highest (revision, id) of its (unit, annotator) wins. ``coder_of``
     names an annotator id; ``claims_of`` turns the last column into claim spans (answer
-    codebooks; without it there is no claims column).
+    codebooks; without it there is no claims column); ``documents_of`` turns the last
+    column into the per-document values (query_documents codebooks).
     """
-    width = 7 + n_items + (claims_of is not None)
+    width = 7 + n_items + (claims_of is not None) + (documents_of is not None)
     columns: list[list[Any]] = [[] for _ in range(width)]
     for chunk in chunks:
         for i, column in enumerate(columns):
@@ -182,6 +192,11 @@ def heads_from_rows(
         raw = columns[7 + n_items]
         claims = np.empty(len(keep), dtype=object)
         claims[:] = [claims_of(raw[i]) for i in keep.tolist()]
+    documents = None
+    if documents_of is not None:
+        raw = columns[-1]
+        documents = np.empty(len(keep), dtype=object)
+        documents[:] = [documents_of(raw[i]) for i in keep.tolist()]
     return Heads(
         unit_ids=unit_ids[keep],
         coders=coders,
@@ -193,7 +208,19 @@ def heads_from_rows(
         codes=np.array(value_codes, dtype=np.int32).reshape(n_items, len(keep)),
         record_digests=digests[keep],
         claims=claims,
+        documents=documents,
     )
+
+
+def document_categories(documents: Any, codes: Sequence[str]) -> tuple[tuple[str | None, ...], ...]:
+    """An annotation's ``documents`` list as categories: per document, one per field of
+    ``codes`` (U for null, None where the field is not answered)."""
+    out = []
+    for entry in documents if isinstance(documents, list) else ():
+        values = entry.get("values") if isinstance(entry, dict) else None
+        values = values if isinstance(values, dict) else {}
+        out.append(tuple(category(values[code]) if code in values else None for code in codes))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -292,6 +319,35 @@ def matrices(
         codes[row.ravel(), column.ravel()] = heads.codes[item, rows]
         grids.append(Matrix(coders, units, clusters, codes, names))
     return coders, units, grids
+
+
+def document_matrices(
+    heads: Heads, selected: np.ndarray, domains: UnitDomains, n_items: int
+) -> tuple[int, list[Matrix]]:
+    """One coder x (unit, document) matrix per per-document item over the ``selected``
+    labels (columns in unit id, then document order; coders sorted by pseudonym), and how
+    many (unit, document) columns there are."""
+    rows = np.flatnonzero(selected).tolist()
+    coders = tuple(sorted({heads.coders[heads.coder[i]] for i in rows}))
+    coder_index = {coder: index for index, coder in enumerate(coders)}
+    cells: dict[tuple[int, int], dict[int, tuple[str | None, ...]]] = {}
+    documents = heads.documents if heads.documents is not None else np.empty(0, dtype=object)
+    for i in rows:
+        coder = coder_index[heads.coders[heads.coder[i]]]
+        unit_id = int(heads.unit_ids[i])
+        for document, values in enumerate(documents[i] if i < len(documents) else ()):
+            cells.setdefault((unit_id, document), {})[coder] = values
+    columns = sorted(cells)
+    units = np.asarray([unit for unit, _ in columns], dtype=np.int64)
+    clusters = domains.clusters(units)
+    grids = []
+    for item in range(n_items):
+        data = [
+            [(cells[column][coder][item] if coder in cells[column] else None) for column in columns]
+            for coder in range(len(coders))
+        ]
+        grids.append(Matrix.of_values(coders, units, clusters, data))
+    return len(columns), grids
 
 
 @dataclass

@@ -30,6 +30,7 @@ from metrics.matrices import (
     U,
     UnitDomains,
     claims_align,
+    document_matrices,
     matrices,
     pooled_pairs,
 )
@@ -69,6 +70,9 @@ class ReportInputs:
     #: A codebook of fields (format 2): each item's level of measurement, by key. Empty
     #: for the first codebooks (every item nominal, claims aligned for answers).
     levels: dict[str, str] = field(default_factory=dict)
+    #: (key, label) of the per-document fields of a query_documents codebook: items whose
+    #: units are (unit, document) pairs (their levels are in ``levels`` too).
+    document_items: tuple[tuple[str, str], ...] = ()
 
 
 def finite(value: Any) -> Any:
@@ -230,7 +234,9 @@ def report_build(
     # fields, each at its level.
     is_answer = inputs.codebook.unit == "answer" and not inputs.levels
     plan = _groups(inputs)
-    per_group = len(inputs.items) + (len(CLAIM_ITEMS) if is_answer else 0)
+    per_group = (
+        len(inputs.items) + len(inputs.document_items) + (len(CLAIM_ITEMS) if is_answer else 0)
+    )
     total = max(1, per_group * sum(len(groups) for _, groups in plan))
     done = 0
     versions = []
@@ -261,6 +267,19 @@ def report_build(
                 "coders": list(coders),
                 "items": items,
             }
+            if inputs.document_items:
+                # One item per (unit, document): the field's value on each document.
+                n_documents, document_grids = document_matrices(
+                    inputs.heads, selected, inputs.domains, len(inputs.document_items)
+                )
+                for (key, label), matrix in zip(inputs.document_items, document_grids, strict=True):
+                    item = _item_report(
+                        key, label, matrix, n_boot=n_boot, seed=seed, level=inputs.levels.get(key)
+                    )
+                    items.append({**item, "per": "document"})
+                    done += 1
+                    progress(done, total)
+                group["documents"] = n_documents
             if is_answer:
                 heads = [inputs.heads.head(i) for i in np.flatnonzero(selected).tolist()]
                 alignment = claims_align(heads, inputs.domains)

@@ -21,6 +21,7 @@ no claims, and the report gives how many there are ("awaiting a final record").
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -64,6 +65,7 @@ from metrics.matrices import (
     ClaimSpan,
     UnitDomains,
     category,
+    document_categories,
     heads_from_rows,
     labels_digest_of,
 )
@@ -157,11 +159,19 @@ def _engine_fields(definition: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(f for f in codebook.fields if f.is_value and f.placement == "unit")
 
 
+def _document_fields(definition: dict[str, Any]) -> tuple[Any, ...]:
+    """A query_documents codebook's per-document fields with a value, in codebook order:
+    items whose units are (unit, document) pairs."""
+    if definition.get("format_version") != ENGINE_FORMAT:
+        return ()
+    codebook = codebook_from_dict(definition)
+    return tuple(f for f in codebook.fields if f.is_value and f.placement == "document")
+
+
 def _items(study: Study) -> tuple[tuple[str, str], ...]:
     definition = study.codebook.definition or {}
-    engine = _engine_fields(definition)
-    if engine:
-        return tuple((f.code, f"{f.code}: {f.label}") for f in engine)
+    if definition.get("format_version") == ENGINE_FORMAT:
+        return tuple((f.code, f"{f.code}: {f.label}") for f in _engine_fields(definition))
     if study.codebook.unit == CodebookUnit.TUPLE:
         labels = {p.get("key"): p.get("label") for p in definition.get("predicates") or ()}
         support = (definition.get("passage_support") or {}).get("label") or "Passage support"
@@ -207,7 +217,10 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     codebook = study.codebook
     is_tuple = codebook.unit == CodebookUnit.TUPLE
     engine = _engine_fields(codebook.definition or {})
-    claim_rows = not is_tuple and not engine  # the first answer codebook's claim metrics
+    per_document = _document_fields(codebook.definition or {})
+    engine_format = (codebook.definition or {}).get("format_version") == ENGINE_FORMAT
+    # the first answer codebook's claim metrics
+    claim_rows = not is_tuple and not engine and not engine_format
     sealed = sealed_partitions(study)
     columns = ["id", "partition", "observation__query__domain", "state", "observation_id"]
     if is_tuple:
@@ -222,8 +235,10 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         present.update(row[1] or UNASSIGNED for row in chunk)
         units.update((row[0], (row[1] or UNASSIGNED, row[2] or "", *row[3:])) for row in chunk)
     items = _items(study)
-    if engine:
+    if engine or engine_format:
         values = {f"v_{f.code}": KT(f"annotation__values__{f.code}") for f in engine}
+        if per_document:
+            values["documents"] = KeyTransform("documents", "annotation")
     elif is_tuple:
         values = {
             **{f"v_{key}": KT(f"annotation__predicates__{key}") for key in "IAMD"},
@@ -243,7 +258,12 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         _head_rows(_independent_labels(study, sealed), values),
         n_items=len(items),
         coder_of=lambda user_id: pseudonyms.get(user_id, f"user-{user_id}"),
-        claims_of=None if is_tuple or engine else _claim_spans,
+        claims_of=None if is_tuple or engine_format else _claim_spans,
+        documents_of=(
+            partial(document_categories, codes=[f.code for f in per_document])
+            if per_document
+            else None
+        ),
     )
     digests = {*heads.codebooks, codebook.digest}
     codebooks = {
@@ -254,8 +274,13 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     }
     inputs: dict[str, Any] = {}
     open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
-    if engine:
-        inputs = {"levels": {f.code: f.level for f in engine}}
+    if engine_format:
+        inputs = {
+            "levels": {f.code: f.level for f in (*engine, *per_document)},
+            "document_items": tuple(
+                (f.code, f"{f.code}: {f.label} (per document)") for f in per_document
+            ),
+        }
     elif claim_rows:
         inputs = _claim_rows(study, units, open_units)
     else:

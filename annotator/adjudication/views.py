@@ -22,7 +22,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.access import study_get_for_adjudicator, unit_get_for_adjudicator
-from annotator.adjudication.picks import differing_fields
+from annotator.adjudication.picks import differing_fields, documents_of, item_key
 from annotator.adjudication.services import (
     AdjudicationRefused,
     adjudication_submit,
@@ -32,8 +32,10 @@ from annotator.adjudication.services import (
 from annotator.errors import AnnotationError
 from annotator.labelling.fields_page import (
     codebook_fields_for_page,
+    document_cards,
     is_fields_codebook,
     panes_template,
+    span_document,
     spans_of,
     value_text,
 )
@@ -449,6 +451,9 @@ def _page_context(
         "answer": content.answer,
         "source": content.sources[0] if is_tuple else None,
         "sources": sources,
+        "documents": document_cards(codebook["fields"], content.documents)
+        if content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
+        else [],
         "columns": columns,
         "rows": rows,
         "claim_rows": claim_rows,
@@ -550,17 +555,28 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
 # --- codebooks of format 2: the page from the codebook's fields -------------------------
 
 
-def _fields_cell(field: dict[str, Any], annotation: dict[str, Any]) -> dict[str, Any]:
-    values = annotation.get("values")
+def _fields_cell(
+    field: dict[str, Any], annotation: dict[str, Any], document: int | None = None
+) -> dict[str, Any]:
+    """One annotation's value of a field (on ``document`` for a per-document field), with
+    its reason and evidence spans."""
+    part: Any = annotation
+    spans = spans_of(annotation, field["code"])
+    if document is not None:
+        entries = documents_of(annotation)
+        part = entries[document] if document < len(entries) else {}
+        spans = [span for span in spans if span_document(span) == document]
+    values = part.get("values")
     values = values if isinstance(values, dict) else {}
-    reasons = annotation.get("reasons")
+    reasons = part.get("reasons")
     reasons = reasons if isinstance(reasons, dict) else {}
     code = field["code"]
+    present = code in values or field["type"] in ("links", "groups")
     return {
         "text": value_text(field, values.get(code), present=code in values),
-        "missing": code not in values,
+        "missing": not present,
         "reason": reasons.get(code) or "",
-        "spans": spans_of(annotation, code),
+        "spans": spans,
     }
 
 
@@ -595,12 +611,32 @@ def _fields_context(
     differing = differing_fields(definition, annotations) if annotations else set()
     picked = picked or {}
     unpicked = error is not None and error[0] == "pick_missing"
+    # One row per unit-level field, then (query_documents) one per document and
+    # per-document field, keyed as picks key them ("code:N").
+    items: list[tuple[str, str, dict[str, Any], int | None]] = [
+        (entry["code"], entry["label"], entry, None)
+        for entry in codebook["fields"]
+        if entry["placement"] != "document"
+    ]
+    n_documents = (
+        len(content.documents) if content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS else 0
+    )
+    for document in range(n_documents):
+        items.extend(
+            (
+                item_key(entry["code"], document),
+                f"Document {document + 1} · {entry['label']}",
+                entry,
+                document,
+            )
+            for entry in codebook["fields"]
+            if entry["placement"] == "document"
+        )
     rows = []
-    for entry in codebook["fields"]:
-        code = entry["code"]
+    for code, label, entry, document in items:
         cells = []
         for column in columns:
-            cell = _fields_cell(entry, column["annotation"])
+            cell = _fields_cell(entry, column["annotation"], document)
             digest = column["record_digest"]
             if code in picked:
                 checked = picked[code] == digest
@@ -610,14 +646,17 @@ def _fields_context(
         rows.append(
             {
                 "code": code,
-                "label": entry["label"],
+                "label": label,
                 "type": entry["type"],
+                "document": document,
                 "differs": code in differing,
                 "cells": cells,
                 "problem": "Pick one of the labels."
                 if unpicked and code in differing and code not in picked
                 else "",
-                "final": _fields_cell(entry, final.annotation) if final is not None else None,
+                "final": _fields_cell(entry, final.annotation, document)
+                if final is not None
+                else None,
             }
         )
     pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
@@ -643,6 +682,9 @@ def _fields_context(
         "answer": content.answer,
         "source": content.sources[0] if is_tuple else None,
         "sources": sources,
+        "documents": document_cards(codebook["fields"], content.documents)
+        if content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
+        else [],
         "columns": columns,
         "rows": rows,
         "final": final,

@@ -20,6 +20,8 @@ U_VALUE = "U"
 U_KEY = "u"
 #: Field types answered by picking one option.
 OPTION_TYPES = frozenset({"choice", "grade", "verdict"})
+#: Set-level relations between the documents of a query_documents unit.
+RELATION_TYPES = frozenset({"links", "groups"})
 
 
 def panes_template(unit_kind: str) -> str:
@@ -121,8 +123,42 @@ def codebook_fields_for_page(definition: Mapping[str, Any]) -> dict[str, Any]:
 # --- values as text ------------------------------------------------------------------------
 
 
+def document_name(position: Any) -> str:
+    """A document as people number it (position 0 is "document 1")."""
+    return f"document {position + 1}" if isinstance(position, int) else f"document {position!r}"
+
+
+def relation_text(kind: str, value: Any) -> str:
+    """A ``links`` or ``groups`` value as a sentence, documents numbered from 1."""
+    if not isinstance(value, list) or not value:
+        return "none"
+    parts = []
+    for entry in value:
+        if not isinstance(entry, Mapping):
+            parts.append(repr(entry))
+        elif kind == "links":
+            parts.append(
+                f"{document_name(entry.get('document'))} contradicted by "
+                f"{document_name(entry.get('by'))}"
+            )
+        else:
+            members = entry.get("members")
+            others = [
+                document_name(m)
+                for m in (members if isinstance(members, list) else [])
+                if m != entry.get("representative")
+            ]
+            parts.append(
+                f"{document_name(entry.get('representative'))} represents "
+                + (", ".join(others) or "nothing")
+            )
+    return "; ".join(parts).capitalize()
+
+
 def value_text(field: Mapping[str, Any], value: Any, *, present: bool = True) -> str:
     """A field's value as people read it: an option's label, ``U`` for null."""
+    if field.get("type") in RELATION_TYPES:
+        return relation_text(str(field["type"]), value if present else [])
     if not present:
         return "not answered"
     if value is None:
@@ -169,7 +205,10 @@ def fields_rows(
     values = _mapping(annotation.get("values"))
     reasons = _mapping(annotation.get("reasons"))
     rows: list[tuple[str, str]] = []
+    per_document = [f for f in fields if f.get("placement") == "document"]
     for field in fields:
+        if field.get("placement") == "document":
+            continue
         code = field["code"]
         rows.append(
             (str(field["label"]), value_text(field, values.get(code), present=code in values))
@@ -178,6 +217,25 @@ def fields_rows(
             rows.append((f"{field['label']} · reason", str(reasons[code])))
         for span in spans_of(annotation, code):
             rows.append((f"{field['label']} · evidence", span_text(span)))
+    documents = annotation.get("documents")
+    for index, entry in enumerate(documents if isinstance(documents, list) else []):
+        entry = _mapping(entry)
+        doc_values = _mapping(entry.get("values"))
+        doc_reasons = _mapping(entry.get("reasons"))
+        name = f"Document {index + 1}"
+        for field in per_document:
+            code = field["code"]
+            rows.append(
+                (
+                    f"{name} · {field['label']}",
+                    value_text(field, doc_values.get(code), present=code in doc_values),
+                )
+            )
+            if doc_reasons.get(code):
+                rows.append((f"{name} · {field['label']} · reason", str(doc_reasons[code])))
+            for span in spans_of(annotation, code):
+                if span_document(span) == index:
+                    rows.append((f"{name} · {field['label']} · evidence", span_text(span)))
     if annotation.get("rationale"):
         rows.append(("Rationale", str(annotation["rationale"])))
     return rows
@@ -187,11 +245,36 @@ def fields_rows(
 
 _PATH_FIELD = re.compile(r"^(?:annotation\.)?(?:(?:values|reasons)\.([^.\[ ]+)|spans \(([^)]+)\))")
 _PATH_SPAN = re.compile(r"^(?:annotation\.)?spans\[(\d+)\]")
+_PATH_DOCUMENT = re.compile(r"^(?:annotation\.)?documents\[(\d+)\]\.(?:values|reasons)\.([^.\[ ]+)")
 
 
-def problem_field(path: str, annotation: Mapping[str, Any] | None) -> str | None:
-    """The field code a problem's path names (``values.X``, ``reasons.X``, or a span
-    attached to X), else None (a problem of the whole annotation)."""
+def document_key(code: str, document: int) -> str:
+    """The name of a per-document field's copy for one document, in the page and in
+    problems: ``code-N`` (N from 0; a field code has no ``-``)."""
+    return f"{code}-{document}"
+
+
+def span_document(span: Mapping[str, Any]) -> int:
+    """The document a span of a per-document field belongs to: the one it cites (a span
+    in the query goes with the first document, as adjudication picks take it)."""
+    snapshot = str(span.get("snapshot") or "")
+    if snapshot.startswith("document:") and snapshot[9:].isdigit():
+        return int(snapshot[9:])
+    return 0
+
+
+def problem_field(
+    path: str,
+    annotation: Mapping[str, Any] | None,
+    document_codes: Iterable[str] = (),
+) -> str | None:
+    """The field a problem's path names (``values.X``, ``reasons.X``, or a span attached
+    to X; ``documents[N].values.X`` as :func:`document_key`, as is a span of a
+    per-document field among ``document_codes``), else None (a problem of the whole
+    annotation)."""
+    match = _PATH_DOCUMENT.match(path or "")
+    if match:
+        return document_key(match.group(2), int(match.group(1)))
     match = _PATH_FIELD.match(path or "")
     if match:
         return match.group(1) or match.group(2)
@@ -201,25 +284,86 @@ def problem_field(path: str, annotation: Mapping[str, Any] | None) -> str | None
         index = int(match.group(1))
         if isinstance(spans, list) and index < len(spans) and isinstance(spans[index], Mapping):
             code = spans[index].get("field")
-            return code if isinstance(code, str) else None
+            if not isinstance(code, str):
+                return None
+            if code in set(document_codes):
+                return document_key(code, span_document(spans[index]))
+            return code
     return None
 
 
+_POSITIONS = re.compile(r"a document position from 0 to (\d+)")
+
+
+def readable_message(message: str) -> str:
+    """A contract sentence as a form shows it: U is chosen, not written as null, and
+    documents are numbered from 1 as the page numbers them."""
+    message = message.replace("; write U as null", "; choose a value, or U if unresolved")
+    message = _POSITIONS.sub(lambda m: f"one of documents 1 to {int(m.group(1)) + 1}", message)
+    message = message.replace("a document position", "one of the documents")
+    return message
+
+
 def problems_by_field(
-    problems: Iterable[Mapping[str, Any]], annotation: Mapping[str, Any] | None
+    problems: Iterable[Mapping[str, Any]],
+    annotation: Mapping[str, Any] | None,
+    document_codes: Iterable[str] = (),
 ) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
     """Problems (``{"code", "path", "message"}``) split into those of each field and the
-    rest, in the order given."""
+    rest, in the order given; a per-document field's (among ``document_codes``) under
+    :func:`document_key`. A problem naming a per-document field but no document (its
+    missing evidence) is one of the rest, its sentence naming the field."""
+    codes = set(document_codes)
     by_field: dict[str, list[dict[str, Any]]] = {}
     rest: list[dict[str, Any]] = []
     for problem in problems:
         item = dict(problem)
-        code = problem_field(str(item.get("path") or ""), annotation)
-        if code is None:
+        if codes:
+            item["message"] = readable_message(str(item.get("message") or ""))
+        code = problem_field(str(item.get("path") or ""), annotation, codes)
+        if code is None or code in codes:
             rest.append(item)
         else:
             by_field.setdefault(code, []).append(item)
     return by_field, rest
+
+
+def document_cards(
+    fields: Sequence[Mapping[str, Any]],
+    documents: Sequence[Mapping[str, Any]],
+    by_field: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    """A query_documents unit's documents as the form shows them, in rank order: each
+    with its number, facts, and a copy of every per-document field named for it
+    (:func:`document_key`; ``base`` is the field's code), with the problems naming it.
+    Without ``by_field`` (pages that show, not edit) the cards carry no fields."""
+    per_document = [f for f in fields if f.get("placement") == "document"]
+    cards = []
+    for index, document in enumerate(documents):
+        card: dict[str, Any] = {
+            "index": index,
+            "number": index + 1,
+            "snapshot": f"document:{index}",
+            "url": document.get("canonical_url") or document.get("original_url"),
+            "rank": document.get("rank"),
+            "collected_at": document.get("collected_at"),
+            "text": document.get("text"),
+            "fields": [],
+        }
+        if by_field is not None:
+            for field in per_document:
+                key = document_key(str(field["code"]), index)
+                card["fields"].append(
+                    {
+                        **field,
+                        "code": key,
+                        "base": field["code"],
+                        "document": index,
+                        "problems": list(by_field.get(key, ())),
+                    }
+                )
+        cards.append(card)
+    return cards
 
 
 def with_problems(

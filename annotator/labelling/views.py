@@ -27,6 +27,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
 from annotator.labelling.fields_page import (
     codebook_fields_for_page,
+    document_cards,
     fields_rows,
     is_fields_codebook,
     panes_template,
@@ -199,7 +200,11 @@ def _form_context(
         }
         for index, source in enumerate(content.sources)
     ]
-    if generic:
+    is_documents = content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
+    if generic and is_documents:
+        # A query with its documents in rank order, named as spans name them: "document:N".
+        texts.update(content.texts)
+    elif generic:
         # Snapshots are named as spans name them: "source:N" for an answer's N-th source.
         for index, source in enumerate(content.sources if not is_tuple else []):
             texts[f"source:{index}"] = source["text"]
@@ -221,6 +226,8 @@ def _form_context(
     }
     if generic:
         page_data["form"] = "fields"
+    if generic and is_documents:
+        page_data["documents"] = len(content.documents)
     context: dict[str, Any] = {
         "study": study,
         "assignment": assignment,
@@ -241,9 +248,26 @@ def _form_context(
         "after_submit": AFTER_SUBMIT_NEXT,
     }
     if generic:
-        by_field, general = problems_by_field(problems or [], submitted)
-        context["fields"] = with_problems(codebook["fields"], by_field)
+        per_document = [f["code"] for f in codebook["fields"] if f["placement"] == "document"]
+        by_field, general = problems_by_field(problems or [], submitted, per_document)
+        context["fields"] = with_problems(
+            [f for f in codebook["fields"] if f["placement"] != "document"], by_field
+        )
         context["general_problems"] = general
+        if is_documents:
+            if problems and error is not None:
+                # The contract's sentence lists every path; the page shows each problem
+                # next to its field and document instead.
+                count = len(problems)
+                context["error"] = (
+                    error[0],
+                    f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
+                    "named next to the document and field it concerns.",
+                )
+            context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
+            context["document_choices"] = [
+                {"index": index, "number": index + 1} for index in range(len(content.documents))
+            ]
         context["evidence_fields"] = [
             field
             for field in codebook["fields"]

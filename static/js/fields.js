@@ -6,6 +6,11 @@
  * The state is the annotation itself: {values, reasons, spans, rationale}. A field not
  * answered is absent from `values`; U is null. The server checks everything again
  * through the record contract and names every problem next to its field.
+ *
+ * A query_documents codebook adds `documents` (one {values, reasons} per document, in
+ * rank order): each per-document field is rendered once per document, its inputs named
+ * `field-<code>-<N>`; its set-level relations (`links`, `groups`) are edited here and
+ * stored as lists of document positions (from 0; the page numbers documents from 1).
  */
 (function () {
   "use strict";
@@ -18,6 +23,31 @@
     fields.forEach(function (field) {
       byCode[field.code] = field;
     });
+    const isDocuments = codebook.unit === "query_documents";
+    const nDocuments = isDocuments ? Number(core.data.documents || 0) : 0;
+    const RELATIONS = { links: true, groups: true };
+    // Every place a value is entered: a unit-level field once, a per-document field once
+    // per document (its `code` the page's name for it, `base` the field's code).
+    const slots = [];
+    fields.forEach(function (field) {
+      if (field.placement !== "document") {
+        slots.push({ field: field, code: field.code, base: field.code, document: null });
+      }
+    });
+    for (let n = 0; n < nDocuments; n += 1) {
+      fields.forEach(function (field) {
+        if (field.placement === "document") {
+          slots.push({ field: field, code: field.code + "-" + n, base: field.code, document: n });
+        }
+      });
+    }
+    const relations = {};
+    fields.forEach(function (field) {
+      if (RELATIONS[field.type]) {
+        relations[field.code] = [];
+      }
+    });
+    let activeDocument = 0;
     const rationale = form.querySelector('textarea[name="rationale"]');
     const toolbar = document.getElementById("span-toolbar");
     const snapshotNames = {};
@@ -37,8 +67,18 @@
       return form.querySelector('input[data-u-for="' + code + '"]');
     }
 
-    function readValue(field) {
-      const name = "field-" + field.code;
+    function slotName(slot) {
+      return slot.document === null ? slot.field.label : "Document " + (slot.document + 1) + " · " + slot.field.label;
+    }
+
+    function spanDocument(span) {
+      const match = /^document:(\d+)$/.exec(span.snapshot);
+      return match ? Number(match[1]) : 0;
+    }
+
+    function readValue(slot) {
+      const field = slot.field;
+      const name = "field-" + slot.code;
       if (field.type === "choice" || field.type === "grade" || field.type === "verdict") {
         const raw = core.radioValue(form, name);
         if (raw === undefined) {
@@ -56,7 +96,7 @@
         return raw;
       }
       if (field.type === "number" || field.type === "date" || field.type === "text") {
-        const box = uBox(field.code);
+        const box = uBox(slot.code);
         if (box && box.checked) {
           return null;
         }
@@ -74,8 +114,9 @@
       return undefined;
     }
 
-    function writeValue(field, present, value) {
-      const name = "field-" + field.code;
+    function writeValue(slot, present, value) {
+      const field = slot.field;
+      const name = "field-" + slot.code;
       if (field.type === "choice" || field.type === "grade" || field.type === "verdict") {
         let radio;
         if (!present) {
@@ -89,7 +130,7 @@
         return;
       }
       const input = form.querySelector('[name="' + name + '"]');
-      const box = uBox(field.code);
+      const box = uBox(slot.code);
       if (box) {
         box.checked = present && value === null;
       }
@@ -99,68 +140,118 @@
       }
     }
 
+    function reasonBox(slot) {
+      return form.querySelector('textarea[data-reason-for="' + slot.code + '"]');
+    }
+
+    function spanValue(span) {
+      return { snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+    }
+
     function collect() {
       const state = { values: {}, reasons: {}, spans: [], rationale: null };
-      fields.forEach(function (field) {
-        const value = readValue(field);
-        if (value !== undefined) {
-          state.values[field.code] = value;
-        }
-        const reason = form.querySelector('textarea[data-reason-for="' + field.code + '"]');
-        if (reason && reason.value.trim()) {
-          state.reasons[field.code] = reason.value;
-        }
-      });
-      // A spans field holds its spans as its value; every other field's evidence is in
-      // the annotation's span list, each span naming its field.
-      fields.forEach(function (field) {
-        if (field.type === "spans") {
-          const own = spansFor(field.code).map(function (span) {
-            return { snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+      const documents = [];
+      for (let n = 0; n < nDocuments; n += 1) {
+        documents.push({ values: {}, reasons: {} });
+      }
+      slots.forEach(function (slot) {
+        const target = slot.document === null ? state : documents[slot.document];
+        const field = slot.field;
+        if (RELATIONS[field.type]) {
+          target.values[field.code] = relations[field.code].map(function (entry) {
+            return Object.assign({}, entry, entry.members ? { members: entry.members.slice() } : {});
           });
-          if (own.length || !field.required) {
-            if (own.length) {
-              state.values[field.code] = own;
-            }
-          } else {
-            state.values[field.code] = [];
+          return;
+        }
+        if (field.type === "spans") {
+          // A spans field holds its spans as its value; every other field's evidence is
+          // in the annotation's span list, each span naming its field.
+          const own = spansFor(field.code, slot.document).map(spanValue);
+          if (own.length) {
+            target.values[field.code] = own;
+          } else if (field.required) {
+            target.values[field.code] = [];
           }
+          return;
+        }
+        const value = readValue(slot);
+        if (value !== undefined) {
+          target.values[field.code] = value;
+        }
+        const reason = reasonBox(slot);
+        if (reason && reason.value.trim()) {
+          target.reasons[field.code] = reason.value;
         }
       });
+      if (isDocuments) {
+        state.documents = documents;
+      }
       state.spans = spans
         .filter(function (span) {
           return byCode[span.field].type !== "spans";
         })
         .map(function (span) {
-          return { field: span.field, snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+          return Object.assign({ field: span.field }, spanValue(span));
         });
       state.rationale = rationale.value.trim() ? rationale.value : null;
       return state;
+    }
+
+    function validRelation(kind, entry) {
+      const position = function (value) {
+        return Number.isInteger(value) && value >= 0 && value < nDocuments;
+      };
+      if (!entry || typeof entry !== "object") {
+        return false;
+      }
+      if (kind === "links") {
+        return position(entry.document) && position(entry.by);
+      }
+      return Array.isArray(entry.members) && entry.members.every(position) && position(entry.representative);
     }
 
     function apply(state) {
       state = state && typeof state === "object" ? state : {};
       const values = state.values && typeof state.values === "object" ? state.values : {};
       const reasons = state.reasons && typeof state.reasons === "object" ? state.reasons : {};
-      fields.forEach(function (field) {
-        if (field.type === "spans") {
+      const documents = Array.isArray(state.documents) ? state.documents : [];
+      const given = (Array.isArray(state.spans) ? state.spans : []).slice();
+      slots.forEach(function (slot) {
+        const field = slot.field;
+        let source = { values: values, reasons: reasons };
+        if (slot.document !== null) {
+          const entry = documents[slot.document];
+          source = entry && typeof entry === "object" ? entry : {};
+        }
+        const slotValues = source.values && typeof source.values === "object" ? source.values : {};
+        const slotReasons = source.reasons && typeof source.reasons === "object" ? source.reasons : {};
+        if (RELATIONS[field.type]) {
+          relations[field.code] = (Array.isArray(slotValues[field.code]) ? slotValues[field.code] : [])
+            .filter(function (entry) {
+              return validRelation(field.type, entry);
+            })
+            .map(function (entry) {
+              return field.type === "links"
+                ? { document: entry.document, by: entry.by }
+                : { representative: entry.representative, members: entry.members.slice() };
+            });
           return;
         }
-        writeValue(field, field.code in values, values[field.code]);
-        const reason = form.querySelector('textarea[data-reason-for="' + field.code + '"]');
+        if (field.type === "spans") {
+          if (Array.isArray(slotValues[field.code])) {
+            slotValues[field.code].forEach(function (span) {
+              given.push(Object.assign({}, span, { field: field.code }));
+            });
+          }
+          return;
+        }
+        writeValue(slot, field.code in slotValues, slotValues[field.code]);
+        const reason = reasonBox(slot);
         if (reason) {
-          reason.value = typeof reasons[field.code] === "string" ? reasons[field.code] : "";
+          reason.value = typeof slotReasons[field.code] === "string" ? slotReasons[field.code] : "";
         }
       });
       spans = [];
-      const given = (Array.isArray(state.spans) ? state.spans : []).slice();
-      fields.forEach(function (field) {
-        if (field.type === "spans" && Array.isArray(values[field.code])) {
-          values[field.code].forEach(function (span) {
-            given.push(Object.assign({}, span, { field: field.code }));
-          });
-        }
-      });
       given.forEach(function (span) {
         if (
           span &&
@@ -176,41 +267,175 @@
     }
 
     function toAnnotation(state) {
-      return { values: state.values, reasons: state.reasons, spans: state.spans, rationale: state.rationale };
+      const annotation = { values: state.values, reasons: state.reasons, spans: state.spans, rationale: state.rationale };
+      if (isDocuments) {
+        annotation.documents = state.documents;
+      }
+      return annotation;
     }
 
-    function resolved(state, field) {
-      return field.code in state.values && state.values[field.code] !== null;
+    /** The values and reasons a slot reads from a state: the unit's or its document's. */
+    function slotPart(state, slot) {
+      if (slot.document === null) {
+        return state;
+      }
+      const entry = (state.documents || [])[slot.document];
+      return entry || { values: {}, reasons: {} };
     }
 
-    function spansFor(code) {
+    function resolved(state, slot) {
+      const part = slotPart(state, slot);
+      return slot.base in part.values && part.values[slot.base] !== null;
+    }
+
+    /** The spans of field `code`; of a per-document field's `document` when given. */
+    function spansFor(code, document) {
       return spans.filter(function (span) {
-        return span.field === code;
+        return span.field === code && (document === null || document === undefined || spanDocument(span) === document);
       });
     }
 
     function problems(state) {
       const found = [];
-      fields.forEach(function (field) {
-        const present = field.code in state.values;
+      slots.forEach(function (slot) {
+        const field = slot.field;
+        if (RELATIONS[field.type]) {
+          return;
+        }
+        const part = slotPart(state, slot);
+        const name = slotName(slot);
+        const present = field.code in part.values;
         if (field.required && !present && field.type !== "spans") {
-          found.push(field.label + ": give a value" + (field.allow_u ? " or U." : "."));
+          found.push(name + ": give a value" + (field.allow_u ? " or U." : "."));
         }
-        if (present && state.values[field.code] === null && !field.allow_u) {
-          found.push(field.label + ": U is not allowed here.");
+        if (present && part.values[field.code] === null && !field.allow_u) {
+          found.push(name + ": U is not allowed here.");
         }
-        const hasReason = Boolean(state.reasons[field.code]);
+        const hasReason = Boolean(part.reasons[field.code]);
         if (field.reason === "required" && present && !hasReason) {
-          found.push(field.label + ": give a reason.");
+          found.push(name + ": give a reason.");
         }
-        if (field.reason === "required_when_resolved" && resolved(state, field) && !hasReason) {
-          found.push(field.label + ": a resolved value needs a reason.");
+        if (field.reason === "required_when_resolved" && resolved(state, slot) && !hasReason) {
+          found.push(name + ": a resolved value needs a reason.");
         }
-        if (field.evidence === "required" && resolved(state, field) && !spansFor(field.code).length) {
-          found.push(field.label + ": a resolved value needs an evidence span: select the passage and attach it.");
+        if (field.evidence === "required" && resolved(state, slot) && !spansFor(field.code, slot.document).length) {
+          found.push(name + ": a resolved value needs an evidence span: select the passage and attach it.");
         }
       });
       return found;
+    }
+
+    // --- set-level relations between documents (links, groups) ----------------------------
+    function documentWord(position, capital) {
+      return (capital ? "Document " : "document ") + (position + 1);
+    }
+
+    function relationText(kind, entry) {
+      if (kind === "links") {
+        return documentWord(entry.document, true) + " is contradicted by " + documentWord(entry.by);
+      }
+      const others = entry.members.filter(function (member) {
+        return member !== entry.representative;
+      });
+      return (
+        "Documents " +
+        entry.members.map(function (m) { return m + 1; }).join(", ") +
+        " are redundant; " + documentWord(entry.representative) + " represents them (" +
+        others.map(function (m) { return documentWord(m); }).join(", ") + " get a′ = 0)"
+      );
+    }
+
+    function relationNote(code, text) {
+      const note = form.querySelector('[data-note-for="' + code + '"]');
+      if (note) {
+        note.textContent = text || "";
+        note.classList.toggle("form-error", Boolean(text));
+      }
+    }
+
+    function addLink(code) {
+      const editor = form.querySelector('[data-link-editor="' + code + '"]');
+      const documentPosition = Number(editor.querySelector("select[data-link-document]").value);
+      const by = Number(editor.querySelector("select[data-link-by]").value);
+      if (documentPosition === by) {
+        relationNote(code, "A document cannot contradict itself: choose two different documents.");
+        return;
+      }
+      const exists = relations[code].some(function (entry) {
+        return entry.document === documentPosition && entry.by === by;
+      });
+      if (exists) {
+        relationNote(code, "This link is already listed.");
+        return;
+      }
+      relations[code].push({ document: documentPosition, by: by });
+      relations[code].sort(function (a, b) {
+        return a.document - b.document || a.by - b.by;
+      });
+      relationNote(code, "");
+      core.changed();
+    }
+
+    function addGroup(code) {
+      const editor = form.querySelector('[data-group-editor="' + code + '"]');
+      const members = Array.from(editor.querySelectorAll("input[data-group-member]:checked")).map(function (box) {
+        return Number(box.value);
+      });
+      const representative = Number(editor.querySelector("select[data-group-representative]").value);
+      if (members.length < 2) {
+        relationNote(code, "A group has two or more documents: tick its members.");
+        return;
+      }
+      if (members.indexOf(representative) < 0) {
+        relationNote(code, "The representative must be one of the ticked members.");
+        return;
+      }
+      const taken = members.filter(function (member) {
+        return relations[code].some(function (group) {
+          return group.members.indexOf(member) >= 0;
+        });
+      });
+      if (taken.length) {
+        relationNote(code, documentWord(taken[0], true) + " is already in a group: a document is in one group at most.");
+        return;
+      }
+      relations[code].push({ representative: representative, members: members.sort(function (a, b) { return a - b; }) });
+      relations[code].sort(function (a, b) {
+        return a.members[0] - b.members[0];
+      });
+      editor.querySelectorAll("input[data-group-member]").forEach(function (box) {
+        box.checked = false;
+      });
+      relationNote(code, "");
+      core.changed();
+    }
+
+    function renderRelations() {
+      Object.keys(relations).forEach(function (code) {
+        const kind = byCode[code].type;
+        const list = form.querySelector("[data-" + kind + '-for="' + code + '"]');
+        if (!list) {
+          return;
+        }
+        const items = relations[code].map(function (entry, index) {
+          return core.el("li", { className: "relation-item", "data-relation-index": index }, [
+            core.el("span", { className: "relation-text", text: relationText(kind, entry) }),
+            core.el("button", {
+              type: "button",
+              className: "relation-remove",
+              "data-relation-remove": code,
+              "data-relation-index": index,
+              "aria-label": "Remove: " + relationText(kind, entry),
+              text: "×",
+            }),
+          ]);
+        });
+        list.replaceChildren.apply(list, items);
+        const empty = form.querySelector('[data-empty-for="' + code + '"]');
+        if (empty) {
+          empty.hidden = items.length > 0;
+        }
+      });
     }
 
     function spanItem(span, index) {
@@ -238,19 +463,20 @@
     }
 
     function refresh(state) {
-      fields.forEach(function (field) {
-        const missing = form.querySelector('[data-missing-for="' + field.code + '"]');
+      slots.forEach(function (slot) {
+        const missing = form.querySelector('[data-missing-for="' + slot.code + '"]');
         if (missing) {
-          const lacking = resolved(state, field) && spansFor(field.code).length === 0;
+          const lacking = resolved(state, slot) && spansFor(slot.base, slot.document).length === 0;
           missing.hidden = !lacking;
-          fieldset(field.code).classList.toggle("has-problem", lacking);
+          fieldset(slot.code).classList.toggle("has-problem", lacking);
         }
-        const box = uBox(field.code);
-        const input = form.querySelector('[name="field-' + field.code + '"]:not([type="radio"])');
+        const box = uBox(slot.code);
+        const input = form.querySelector('[name="field-' + slot.code + '"]:not([type="radio"])');
         if (box && input) {
           input.disabled = box.checked;
         }
       });
+      renderRelations();
       const key = JSON.stringify(spans);
       if (key === highlighted) {
         return;
@@ -258,8 +484,9 @@
       highlighted = key;
       form.querySelectorAll("[data-spans-for]").forEach(function (list) {
         const items = [];
+        const only = list.dataset.spansDocument;
         spans.forEach(function (span, index) {
-          if (span.field === list.dataset.spansFor) {
+          if (span.field === list.dataset.spansFor && (only === undefined || spanDocument(span) === Number(only))) {
             items.push(spanItem(span, index));
           }
         });
@@ -283,6 +510,22 @@
     }
 
     form.addEventListener("click", function (event) {
+      const linkAdd = event.target.closest("button[data-link-add]");
+      if (linkAdd) {
+        addLink(linkAdd.dataset.linkAdd);
+        return;
+      }
+      const groupAdd = event.target.closest("button[data-group-add]");
+      if (groupAdd) {
+        addGroup(groupAdd.dataset.groupAdd);
+        return;
+      }
+      const relationRemove = event.target.closest("button[data-relation-remove]");
+      if (relationRemove) {
+        relations[relationRemove.dataset.relationRemove].splice(Number(relationRemove.dataset.relationIndex), 1);
+        core.changed();
+        return;
+      }
       const remove = event.target.closest("button.span-remove");
       if (remove) {
         spans.splice(Number(remove.dataset.spanIndex), 1);
@@ -368,6 +611,31 @@
       }
     });
 
+    // The document being worked on: the card last clicked or focused in.
+    function markDocument(position) {
+      activeDocument = position;
+      form.querySelectorAll(".document-card[data-document]").forEach(function (card) {
+        card.classList.toggle("is-current", Number(card.dataset.document) === position);
+      });
+    }
+
+    function noteDocument(event) {
+      const card = event.target.closest && event.target.closest(".document-card[data-document]");
+      if (card) {
+        markDocument(Number(card.dataset.document));
+        // A click on the document outside its fields leaves the field last used: the
+        // next key is a field's key again (a grade's "u" would otherwise choose U there).
+        if (event.type === "mousedown" && !event.target.closest("fieldset[data-field]")) {
+          active = null;
+          form.querySelectorAll("fieldset.is-active").forEach(function (node) {
+            node.classList.remove("is-active");
+          });
+        }
+      }
+    }
+    document.addEventListener("focusin", noteDocument);
+    document.addEventListener("mousedown", noteDocument, true);
+
     function activate(code) {
       active = code;
       form.querySelectorAll("fieldset[data-field]").forEach(function (node) {
@@ -381,6 +649,9 @@
         target.focus({ preventScroll: true });
       }
       node.scrollIntoView({ block: "nearest" });
+      if (node.dataset.document !== undefined) {
+        markDocument(Number(node.dataset.document));
+      }
     }
 
     document.addEventListener("keydown", function (event) {
@@ -411,7 +682,9 @@
       }
       if (byShortcut[key]) {
         event.preventDefault();
-        activate(byShortcut[key]);
+        const field = byCode[byShortcut[key]];
+        // A per-document field's key goes to it on the document being worked on.
+        activate(field.placement === "document" ? field.code + "-" + activeDocument : field.code);
       }
     });
 

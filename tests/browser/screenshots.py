@@ -7,6 +7,7 @@ the committed images."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,28 @@ def test_screenshot_first_hour_at_1280(browser, readme_demo):
     walk_readme(browser, readme_demo, first=True, shoot=shoot)
     make_demo_again()
     walk_readme(browser, readme_demo, first=False, shoot=shoot)
+
+
+def test_screenshot_query_documents_at_1280(small, demo):
+    """The query–document grades form: documents in rank order, each with its own
+    fields beside its text (docs/guide-annotator.md)."""
+    from annotator.memberships.models import Role
+    from annotator.memberships.services import membership_add
+    from tests.engine.documents import make_documents_study
+
+    context, page = small
+    study = make_documents_study("qdocs-screenshot", queries=1)
+    membership_add(study=study, user=demo.users["annotator1"], role=Role.ANNOTATOR)
+    assignment = assign(study.units.get(), demo.users["annotator1"])
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+    page.check('input[name="field-support-0"][value="0"]')
+    page.check('input[name="field-authority-0"][value="0"]')
+    page.check('input[name="field-support-1"][value="2"]')
+    page.click("#document-1-title")
+    page.keyboard.press("u")
+    expect(page.locator('fieldset[data-field="authority-1"]')).to_have_class(
+        re.compile("is-active")
+    )
+    page.evaluate("document.getElementById('query-title').scrollIntoView()")
+    shoot(page, "annotate-query-documents.png")
