@@ -708,7 +708,15 @@ def parse_fields(
                 )
             )
             continue
-        if field.key is not None:
+        if field.key is not None and field.key.lower() == "u":
+            problems.append(
+                Problem(
+                    codes.INVALID_FIELD,
+                    f"fields[{index}] ({field.code}).key",
+                    "'u' chooses U (unresolved) inside a field: give the field another key",
+                )
+            )
+        elif field.key is not None:
             other = keys.get(field.key)
             if other is not None:
                 problems.append(

@@ -51,8 +51,8 @@ def test_an_annotator_grades_each_document_and_relates_them(
     expect(page.locator(".document-card")).to_have_count(3)
 
     # --- document 1 by keyboard: its card is the one worked on; "a" goes to its support
-    # grade, "2" chooses; "u" in the grade chooses U, so authority is reached by its key
-    # from outside the grade -------------------------------------------------------------
+    # grade, "2" chooses, "t" goes on to its authority level (a field's key may not be "u":
+    # that chooses U inside a field) -----------------------------------------------------
     page.click("#document-0-title")
     page.keyboard.press("a")
     expect(page.locator('fieldset[data-field="support-0"]')).to_have_class(
@@ -60,8 +60,7 @@ def test_an_annotator_grades_each_document_and_relates_them(
     )
     page.keyboard.press("2")
     expect(page.locator(radio("support-0", "2"))).to_be_checked()
-    page.click("#document-0-title")
-    page.keyboard.press("u")
+    page.keyboard.press("t")
     expect(page.locator('fieldset[data-field="authority-0"]')).to_have_class(
         re.compile(r"\bis-active\b")
     )

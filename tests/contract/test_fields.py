@@ -302,3 +302,16 @@ def test_relations_need_a_query_documents_unit_at_set_level():
         {**RUBRIC, "fields": [{"code": "links", "type": "links", "label": "L"}], "derived": []}
     )
     assert [p.path for p in problems] == ["fields[0] (links).placement"]
+
+
+@pytest.mark.parametrize("key", ["u", "U"])
+def test_a_field_may_not_take_the_key_of_u(key):
+    bad = copy.deepcopy(RUBRIC)
+    bad["fields"][0]["key"] = key  # inside a field "u" chooses U: the field's own key would clash
+    problems = codebook_problems(bad)
+    assert [(p.path, p.message) for p in problems] == [
+        (
+            "fields[0] (severity).key",
+            "'u' chooses U (unresolved) inside a field: give the field another key",
+        )
+    ]
