@@ -20,9 +20,11 @@ no claims, and the report gives how many there are ("awaiting a final record").
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import islice
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import connection, transaction
@@ -53,6 +55,7 @@ from audit.archive.models import (
 )
 from audit.contract.codebook import codebook_from_dict
 from audit.contract.endpoint import VERDICTS
+from audit.contract.fields import derive
 from audit.ledger.models import StudyGate
 from audit.partitions.selectors import (
     PARTITION_KEYS,
@@ -168,10 +171,54 @@ def _document_fields(definition: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(f for f in codebook.fields if f.is_value and f.placement == "document")
 
 
+def _derived_items(definition: dict[str, Any]) -> tuple[Any, ...]:
+    """A format-2 codebook's derived values that are reliability items: ``min`` and
+    ``R_O`` over unit-level fields (each label's derived value, with the U rule)."""
+    if definition.get("format_version") != ENGINE_FORMAT:
+        return ()
+    codebook = codebook_from_dict(definition)
+    unit_values = {f.code for f in _engine_fields(definition)}
+    return tuple(
+        d for d in codebook.derived if d.rule in ("min", "R_O") and set(d.inputs) <= unit_values
+    )
+
+
+def _json_value(text: Any) -> Any:
+    """A field value read as text from a label's JSON (``KT``) back as its JSON value."""
+    if text is None or not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # a choice code: the text is the value
+
+
+def _with_derived(
+    chunks: Iterator[Sequence[tuple]], codes: Sequence[str], derived: Sequence[Any]
+) -> Iterator[list[tuple]]:
+    """Head rows with each label's derived values inserted after its field values (the
+    row's 7 head columns, then one per field of ``codes``, then what follows)."""
+    rules = SimpleNamespace(derived=tuple(derived))
+    end = 7 + len(codes)
+    for chunk in chunks:
+        rows = []
+        for row in chunk:
+            values = {code: _json_value(row[7 + i]) for i, code in enumerate(codes)}
+            out = derive(rules, {"values": values})
+            rows.append((*row[:end], *(out[d.code] for d in derived), *row[end:]))
+        yield rows
+
+
 def _items(study: Study) -> tuple[tuple[str, str], ...]:
     definition = study.codebook.definition or {}
     if definition.get("format_version") == ENGINE_FORMAT:
-        return tuple((f.code, f"{f.code}: {f.label}") for f in _engine_fields(definition))
+        return (
+            *((f.code, f"{f.code}: {f.label}") for f in _engine_fields(definition)),
+            *(
+                (d.code, f"{d.code}: {d.label or d.code} (derived, {d.rule})")
+                for d in _derived_items(definition)
+            ),
+        )
     if study.codebook.unit == CodebookUnit.TUPLE:
         labels = {p.get("key"): p.get("label") for p in definition.get("predicates") or ()}
         support = (definition.get("passage_support") or {}).get("label") or "Passage support"
@@ -254,8 +301,12 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
         }
         values["claims"] = KeyTransform("claims", "annotation")
     pseudonyms = _pseudonyms(study)
+    rows = _head_rows(_independent_labels(study, sealed), values)
+    derived = _derived_items(codebook.definition or {})
+    if derived:
+        rows = _with_derived(rows, [f.code for f in engine], derived)
     heads = heads_from_rows(
-        _head_rows(_independent_labels(study, sealed), values),
+        rows,
         n_items=len(items),
         coder_of=lambda user_id: pseudonyms.get(user_id, f"user-{user_id}"),
         claims_of=None if is_tuple or engine_format else _claim_spans,
@@ -276,7 +327,10 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     open_units = {pk for pk, unit in units.items() if unit[0] not in sealed}
     if engine_format:
         inputs = {
-            "levels": {f.code: f.level for f in (*engine, *per_document)},
+            "levels": {
+                **{f.code: f.level for f in (*engine, *per_document)},
+                **{d.code: "nominal" for d in derived},
+            },
             "document_items": tuple(
                 (f.code, f"{f.code}: {f.label} (per document)") for f in per_document
             ),

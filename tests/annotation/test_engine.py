@@ -273,7 +273,7 @@ def test_reliability_is_computed_per_field_at_its_level(study, people):
     _label_pairs(study, people, [(0, 0), (1, 2), (2, 2), (None, 2), (1, 1)])
     report = report_compute(study=study).report
     items = {item["key"]: item for item in report["versions"][0]["groups"][0]["items"]}
-    assert list(items) == ["civility", "target", "harmful"]
+    assert list(items) == ["civility", "target", "harmful", "acceptable"]
     civility = items["civility"]
     assert civility["level"] == "ordinal"
     assert civility["u_missing"]["level"] == "ordinal"
@@ -282,6 +282,12 @@ def test_reliability_is_computed_per_field_at_its_level(study, people):
     assert civility["u_category"]["n_pairable_units"] == 5
     assert "U" in civility["u_category"]["categories"]
     assert items["target"]["level"] == "nominal"
+    # The derived value (civility >= 1) is an item too, from each label, U where civility is.
+    acceptable = items["acceptable"]
+    assert acceptable["level"] == "nominal"
+    assert acceptable["u_category"]["categories"] == ["U", "false", "true"]
+    assert acceptable["u_missing"]["n_pairable_units"] == 4
+    assert acceptable["u_category"]["n_pairable_units"] == 5
     assert "claim_metrics" not in report
 
 

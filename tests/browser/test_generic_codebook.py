@@ -180,6 +180,7 @@ def test_a_codebook_no_code_knows_runs_end_to_end(
         ("civility", "ordinal"),
         ("target", "nominal"),
         ("harmful", "nominal"),
+        ("acceptable", "nominal"),  # its derived value (civility >= 1)
     ]
     login_fast(context, demo.users["researcher"], demo.url)
     page.goto(f"/studies/{SLUG}/reliability/")
