@@ -197,3 +197,20 @@ def test_screenshot_first_hour_at_1280(browser, readme_demo):
     walk_readme(browser, readme_demo, first=True, shoot=shoot)
     make_demo_again()
     walk_readme(browser, readme_demo, first=False, shoot=shoot)
+
+
+def test_screenshot_pair_form_at_1280(small, demo):
+    """Seed 002's pairwise side by side: the query, "Left" and "Right", one choice."""
+    from tests.annotation.pairs import opposite_annotators, pairs_study
+
+    context, page = small
+    study = pairs_study("pairwise-screenshot", n=1)
+    unit = study.units.get()
+    annotator = opposite_annotators(study, unit, prefix="shot")[0]
+    assignment = assign(unit, annotator)
+    login_fast(context, annotator, demo.url)
+    open_form(page, assignment)
+    page.check('input[name="field-preference"][value="left"]')
+    page.fill("#reason-preference", "Left names a quiet router that fits a small office.")
+    expect(page.locator('input[name="field-preference"][value="left"]')).to_be_checked()
+    shoot(page, "annotate-pair.png")
