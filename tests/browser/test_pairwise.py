@@ -29,6 +29,15 @@ def _pane_text(page, side: str) -> str:
     return page.locator(f'[data-snapshot="{side}"]').inner_text()
 
 
+def _requests_while_opening(page, assignment) -> list[str]:
+    """The requests the form makes as it opens (this assignment's id masked): the same
+    list, in the same order, whichever side shows which answer."""
+    made: list[str] = []
+    page.on("request", lambda request: made.append(f"{request.method} {request.url}"))
+    open_form(page, assignment)
+    return [line.replace(f"/{assignment.pk}/", "/@PK@/") for line in made]
+
+
 def _no_role_in(page) -> None:
     html = page.content().lower()
     assert [word for word in HIDDEN_WORDS if word in html] == []
@@ -50,7 +59,7 @@ def test_two_annotators_pick_opposite_sides_for_the_same_answer_and_agree(
     login_fast(context, sees_it_left, demo.url)
     first = assign(unit, sees_it_left)
     assert first.pair_left_is_evaluated is True  # the hidden order, never on the page
-    open_form(page, first)
+    requests_first = _requests_while_opening(page, first)
     expect(page.locator("#side-left-title")).to_have_text("Left")
     expect(page.locator("#side-right-title")).to_have_text("Right")
     assert _pane_text(page, "left") == evaluated_text(n)
@@ -72,7 +81,7 @@ def test_two_annotators_pick_opposite_sides_for_the_same_answer_and_agree(
         second = assign(unit, sees_it_right)
         assert second.pair_left_is_evaluated is False
         page2 = other.new_page()
-        open_form(page2, second)
+        assert _requests_while_opening(page2, second) == requests_first
         assert _pane_text(page2, "left") == baseline_text(n)
         assert _pane_text(page2, "right") == evaluated_text(n)
         _no_role_in(page2)
