@@ -21,6 +21,7 @@ from annotator.labelling.services import (
     LabelRefused,
     annotation_problems,
     labels_seen_record,
+    pair_sides_draw,
     reasons_refusal,
     text_refusal,
 )
@@ -268,11 +269,17 @@ def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, A
     common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
     definition = study.codebook.definition or {}
     if definition.get("format_version") == FIELDS_FORMAT:
-        return {
+        body = {
             **common,
             **picks_module.consensus_fields(definition, annotations),
             "rationale": None,
         }
+        if "sides" in first:
+            # An answer pair's consensus nobody saw in an order of its own: it keeps the
+            # first label's sides (the mapping every pair record carries; its values and
+            # spans are roles, the same for every annotator).
+            body["sides"] = dict(first["sides"])
+        return body
     if study.codebook.unit == CodebookUnit.TUPLE:
         evidence = {
             key: {
@@ -417,6 +424,10 @@ def adjudication_submit(
             "rationale": rationale.strip(),
         }
         final.setdefault("assisted", None)
+        if study.codebook.unit == CodebookUnit.ANSWER_PAIR:
+            # The final label of a pair records the order its adjudicator saw (roles are
+            # what it stores; the sides are never taken from the client).
+            final["sides"] = pair_sides_draw(study=study, user_id=adjudicator.pk, unit_id=unit.pk)
         record, parents = _final_record_fields(
             study=study, unit=unit, annotation=final, heads=heads
         )

@@ -46,10 +46,12 @@ from annotator.labelling.forms import (
     codebook_for_page,
 )
 from annotator.labelling.models import Assignment, Label, LabelKind, SightVia
+from annotator.labelling.pair_page import annotation_seen, pair_sides_shown
 from annotator.labelling.services import (
     LabelRefused,
     _annotation_from_input,
     labels_seen_record,
+    pair_sides_draw,
 )
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
@@ -583,6 +585,7 @@ def _fields_cell(
 def _fields_context(
     unit: Unit,
     *,
+    reader: Any,
     picked: dict[str, str] | None = None,
     rationale: str = "",
     error: tuple[str, str] | None = None,
@@ -597,16 +600,24 @@ def _fields_context(
     final = None
     if unit.state == UnitState.ADJUDICATED:
         final = Label.objects.filter(unit=unit, kind=LabelKind.ADJUDICATED).order_by("-id").first()
+    # An answer pair is shown in the adjudicator's own order, and every label (stored in
+    # roles) is read in it: "left" means the answer on the adjudicator's left.
+    sides = pair = None
+    if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
+        sides = pair_sides_draw(study=study, user_id=reader.pk, unit_id=unit.pk)
+        pair = pair_sides_shown(content, sides)
     columns = [
         {
             "index": index,
             "pseudonym": head.annotation.get("annotator") or f"annotator {index + 1}",
             "record_digest": head.record_digest,
             "revision": head.revision,
-            "annotation": annotation_for_page(head.annotation) or {},
+            "annotation": annotation_for_page(annotation_seen(definition, head.annotation, sides))
+            or {},
         }
         for index, head in enumerate(heads)
     ]
+    final_seen = annotation_seen(definition, final.annotation, sides) if final else None
     annotations = [column["annotation"] for column in columns]
     differing = differing_fields(definition, annotations) if annotations else set()
     picked = picked or {}
@@ -654,8 +665,8 @@ def _fields_context(
                 "problem": "Pick one of the labels."
                 if unpicked and code in differing and code not in picked
                 else "",
-                "final": _fields_cell(entry, final.annotation, document)
-                if final is not None
+                "final": _fields_cell(entry, final_seen, document)
+                if final_seen is not None
                 else None,
             }
         )
@@ -679,9 +690,10 @@ def _fields_context(
         "shows_labels": bool(columns) or final is not None,
         "panes_template": panes_template(content.codebook_unit),
         "query": content.query,
-        "answer": content.answer,
+        "answer": content.answer if pair is None else None,
+        "pair": pair,
         "source": content.sources[0] if is_tuple else None,
-        "sources": sources,
+        "sources": sources if pair is None else [],
         "documents": document_cards(codebook["fields"], content.documents)
         if content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
         else [],
@@ -711,7 +723,7 @@ def _fields_unit(request: HttpRequest, unit: Unit) -> HttpResponse:
     """A format-2 unit: the labels side by side per field, one pick per field (radios, no
     script needed), the final record built by the service from the picks."""
     if request.method == "GET":
-        return _render_fields(request, _fields_context(unit))
+        return _render_fields(request, _fields_context(unit, reader=request.user))
     picked = {
         key.removeprefix("pick-"): value
         for key, value in request.POST.items()
@@ -724,6 +736,7 @@ def _fields_unit(request: HttpRequest, unit: Unit) -> HttpResponse:
     except ValueError:
         context = _fields_context(
             unit,
+            reader=request.user,
             picked=picked,
             rationale=rationale,
             error=("invalid_submission_id", "client_submission_id must be a UUID"),
@@ -740,6 +753,7 @@ def _fields_unit(request: HttpRequest, unit: Unit) -> HttpResponse:
     except (AdjudicationRefused, LabelRefused, AnnotationError) as exc:
         context = _fields_context(
             unit,
+            reader=request.user,
             picked=picked,
             rationale=rationale,
             error=(exc.code, exc.message),

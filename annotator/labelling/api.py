@@ -41,7 +41,14 @@ from annotator.filters import (
     filter_parameters,
 )
 from annotator.labelling.models import Assignment, Draft, Label
-from annotator.labelling.selectors import draft_of, label_head, labels_of_assignment, unit_content
+from annotator.labelling.pair_page import annotation_seen, pair_sides_shown
+from annotator.labelling.selectors import (
+    draft_of,
+    label_head,
+    labels_of_assignment,
+    pair_sides_of,
+    unit_content,
+)
 from annotator.labelling.services import (
     AnnotationError,
     DraftConflict,
@@ -125,7 +132,13 @@ def codebook_for_annotator(definition: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def annotation_for_annotator(annotation: dict[str, Any]) -> dict[str, Any]:
+def annotation_for_annotator(
+    annotation: dict[str, Any], definition: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A stored annotation as its annotator reads it: evidence without weights, and an
+    answer pair's in their own left/right (``definition``: the study's codebook)."""
+    if "sides" in annotation and definition is not None:
+        annotation = annotation_seen(definition, annotation)
     shown = dict(annotation)
     if isinstance(shown.get("evidence"), dict):
         shown["evidence"] = {
@@ -208,7 +221,11 @@ class LabelOutput(serializers.Serializer):
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_annotation(self, label: Label) -> dict[str, Any]:
-        return annotation_for_annotator(label.annotation)
+        definition = self.context.get("codebook_definition")
+        if definition is None and "sides" in label.annotation:
+            # An answer pair's label is never shown in its stored roles.
+            definition = label.study.codebook.definition
+        return annotation_for_annotator(label.annotation, definition)
 
     @extend_schema_field(AssistedOutput(allow_null=True))
     def get_assisted(self, label: Label) -> dict[str, Any] | None:
@@ -229,11 +246,27 @@ class UnitOutput(serializers.Serializer):
     sources = serializers.ListField(
         child=serializers.DictField(), required=False, help_text="Answer units only."
     )
+    left = serializers.DictField(
+        required=False,
+        help_text="Answer pairs only (instead of answer and sources): the answer shown on "
+        "your left, {text, citations}, in the order drawn for you.",
+    )
+    right = serializers.DictField(
+        required=False, help_text="Answer pairs only: the answer shown on your right."
+    )
 
     class Meta:
         ref_name = "Unit"
 
     def to_representation(self, content: Any) -> dict[str, Any]:
+        if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
+            # Places only, in the annotator's recorded order: no role, pipeline or service.
+            return {
+                "kind": content.codebook_unit,
+                "digest": content.digest,
+                "query": content.query,
+                **pair_sides_shown(content, self.context["pair_sides"]),
+            }
         data = {
             "kind": content.codebook_unit,
             "digest": content.digest,
@@ -309,7 +342,11 @@ def assignment_detail(assignment: Assignment, *, new: bool = False) -> dict[str,
             },
             "draft": None if new else draft_of(assignment=assignment),
             "head": None if new else label_head(assignment=assignment),
-        }
+        },
+        context={
+            "pair_sides": pair_sides_of(assignment),
+            "codebook_definition": study.codebook.definition,
+        },
     ).data
 
 
@@ -591,7 +628,9 @@ class LabelsApi(AnnotatorApi):
     def get(self, request: Request, assignment_id: int) -> Response:
         """Your submitted revisions of this assignment's unit, oldest first."""
         assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
-        return Response(LabelOutput(labels_of_assignment(assignment=assignment), many=True).data)
+        seen = {"codebook_definition": assignment.study.codebook.definition}
+        labels = labels_of_assignment(assignment=assignment)
+        return Response(LabelOutput(labels, many=True, context=seen).data)
 
     @extend_schema(
         operation_id="assignment_labels_submit",
@@ -618,6 +657,7 @@ class LabelsApi(AnnotatorApi):
         payload = self.Input(data=request.data)
         payload.is_valid(raise_exception=True)
         parent = self._parent_digest(_if_match_tags(request))
+        seen = {"codebook_definition": assignment.study.codebook.definition}
         try:
             submission = label_submit(
                 assignment=assignment,
@@ -626,7 +666,7 @@ class LabelsApi(AnnotatorApi):
                 parent_digest=parent,
             )
         except (StaleRevision, RevisionUnchanged) as exc:
-            latest = LabelOutput(exc.head).data if exc.head is not None else None
+            latest = LabelOutput(exc.head, context=seen).data if exc.head is not None else None
             headers = {"ETag": label_etag(exc.head)} if exc.head is not None else {}
             return Response(
                 {"reason": exc.code, "message": exc.message, "latest": latest},
@@ -642,7 +682,7 @@ class LabelsApi(AnnotatorApi):
             return _error(exc, status.HTTP_400_BAD_REQUEST)
         code = status.HTTP_200_OK if submission.replayed else status.HTTP_201_CREATED
         return Response(
-            LabelOutput(submission.label).data,
+            LabelOutput(submission.label, context=seen).data,
             status=code,
             headers={"ETag": label_etag(submission.label)},
         )

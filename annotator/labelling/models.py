@@ -26,6 +26,12 @@ class Assignment(models.Model):
     # A gold unit handed out for scoring (annotator.quality): it takes no slot of the
     # unit's overlap and its labels are kind GOLD. Never shown to the annotator.
     gold = models.BooleanField(default=False)
+    #: An answer_pair unit only (null otherwise): whether this annotator is shown the
+    #: evaluated answer on the left, drawn when the slot is made from the study's queue
+    #: seed (annotator.labelling.order.answer_pair_left_is_evaluated) and kept, so that the
+    #: order is recorded and reproducible. Never sent to the annotator: pages and the API
+    #: say only "left" and "right" (audit.contract.sides).
+    pair_left_is_evaluated = models.BooleanField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -11,6 +11,7 @@ from django.db.models import Count, Min, Q
 from annotator.labelling.models import Assignment, Draft, Label, LabelKind, OutcomeWaiting
 from audit.archive.models import Study
 from audit.archive.records import UnitContent, record_build, unit_content
+from audit.contract.sides import sides_of
 
 __all__ = [
     "UnitContent",
@@ -22,6 +23,7 @@ __all__ = [
     "label_record",
     "labels_of_assignment",
     "outcomes_backlog",
+    "pair_sides_of",
     "unit_content",
 ]
 
@@ -30,6 +32,14 @@ def label_kind_of(assignment: Assignment) -> str:
     """The kind of the labels made on an assignment: GOLD on a gold unit handed out for
     scoring, INDEPENDENT otherwise. (Their records both say "independent".)"""
     return LabelKind.GOLD if assignment.gold else LabelKind.INDEPENDENT
+
+
+def pair_sides_of(assignment: Assignment) -> dict[str, str] | None:
+    """The side mapping of an assignment on an answer pair (audit.contract.sides): which
+    answer its annotator sees on the left and on the right. ``None`` on other units."""
+    if assignment.pair_left_is_evaluated is None:
+        return None
+    return sides_of(left_is_evaluated=assignment.pair_left_is_evaluated)
 
 
 def label_head(*, assignment: Assignment) -> Label | None:

@@ -24,8 +24,17 @@ from annotator.labelling.models import (
     QueuePosition,
     QueueSeed,
 )
-from annotator.labelling.order import order_key_sql, order_parameters
-from annotator.labelling.selectors import label_kind_of, unit_content
+from annotator.labelling.order import (
+    answer_pair_left_is_evaluated,
+    order_key_sql,
+    order_parameters,
+)
+from annotator.labelling.selectors import (
+    UnitContent,
+    label_kind_of,
+    pair_sides_of,
+    unit_content,
+)
 from annotator.memberships.services import pseudonym_of_user_id
 from annotator.quality.models import KeptDraft
 from annotator.quality.scoring import gold_due
@@ -46,6 +55,7 @@ from audit.contract.codebook import Codebook, reasons_missing
 from audit.contract.errors import ContractError
 from audit.contract.fields import check_annotation
 from audit.contract.record import record_texts
+from audit.contract.sides import client_problems, sides_of, to_stored
 from audit.contract.texts import text_problem
 from audit.queueing import OUTCOMES_PROCESS, queue_job_once
 
@@ -466,12 +476,32 @@ def _draft_restore(assignment: Assignment) -> None:
         KeptDraft.objects.filter(pk__in=[draft.pk for draft in kept]).delete()
 
 
+def pair_left_is_evaluated_draw(*, study: Study, annotator_id: int, unit_id: int) -> bool | None:
+    """For a unit of an answer_pair study: whether this person is shown the evaluated
+    answer on the left, drawn from the study's queue seed (drawn now if nobody has asked
+    for a unit yet) — the same draw for the same (study, person, unit), every time. ``None``
+    for other unit kinds."""
+    if study.codebook.unit != CodebookUnit.ANSWER_PAIR:
+        return None
+    seed, _ = QueueSeed.objects.get_or_create(study=study)
+    return answer_pair_left_is_evaluated(seed=seed.seed, annotator_id=annotator_id, unit_id=unit_id)
+
+
+def pair_sides_draw(*, study: Study, user_id: int, unit_id: int) -> dict[str, str]:
+    """The side mapping (audit.contract.sides) of someone who reads an answer pair without
+    an assignment (an adjudicator): their own drawn order, as an annotator's would be."""
+    left = pair_left_is_evaluated_draw(study=study, annotator_id=user_id, unit_id=unit_id)
+    return sides_of(left_is_evaluated=bool(left))
+
+
 def _assignment_create(
     *, study: Study, unit_id: int, annotator: AbstractBaseUser, gold: bool = False
 ) -> Assignment:
-    """The slot, numbered next in this annotator's own queue of the study. Two of their
-    tabs asking at the same moment would take the same number: the unique constraint
-    refuses the later one, which then counts again (after the first has committed)."""
+    """The slot, numbered next in this annotator's own queue of the study (and, on an
+    answer pair, the order of its two answers for them). Two of their tabs asking at the
+    same moment would take the same number: the unique constraint refuses the later one,
+    which then counts again (after the first has committed)."""
+    left = pair_left_is_evaluated_draw(study=study, annotator_id=annotator.pk, unit_id=unit_id)
     for attempt in range(3):
         last = (
             Assignment.objects.filter(study=study, annotator=annotator)
@@ -487,6 +517,7 @@ def _assignment_create(
                     annotator=annotator,
                     number=(last or 0) + 1,
                     gold=gold,
+                    pair_left_is_evaluated=left,
                 )
         except IntegrityError:
             if attempt == 2:
@@ -574,6 +605,52 @@ def annotation_problems(
         {"code": problem.code, "path": problem.path, "message": problem.message}
         for problem in check_annotation(codebook, record["annotation"], texts)
     ]
+
+
+def pair_texts(content: UnitContent, sides: dict[str, str]) -> dict[str, str]:
+    """The texts an annotator of an answer pair may cite, by the names they see: the query
+    and the answers on the left and on the right."""
+    roles = {
+        "answer": content.answer["text"],
+        "baseline": (content.baseline or {})["answer"]["text"],
+    }
+    return {
+        "query": content.query["text"],
+        "left": roles[sides["left"]],
+        "right": roles[sides["right"]],
+    }
+
+
+def pair_annotation_stored(
+    *, study: Study, assignment: Assignment, content: UnitContent, annotation: Any
+) -> dict[str, Any]:
+    """An annotator's annotation of an answer pair (left/right) as it is stored (roles),
+    with the order recorded on the assignment (audit.contract.sides). What only the client's
+    view can judge is refused here, in the client's words (a side field's codes, a span's
+    place in the left or right text), so that no refusal names a role."""
+    sides = pair_sides_of(assignment)
+    if sides is None:
+        raise AnnotationError(
+            "this assignment has no recorded order of its two answers; ask the study's researcher",
+            code="pair_order_missing",
+        )
+    if not isinstance(annotation, dict):
+        raise LabelRefused("the annotation must be a JSON object", code="invalid_field")
+    parsed = codebook_registry_of(codebook=study.codebook)[
+        (study.codebook.name, study.codebook.version)
+    ]
+    problems = client_problems(parsed, annotation, pair_texts(content, sides))
+    if problems:
+        first = problems[0]
+        raise LabelRefused(
+            str(first) if len(problems) == 1 else f"{len(problems)} problems: {first}",
+            code=first.code,
+            problems=[
+                {"code": problem.code, "path": problem.path, "message": problem.message}
+                for problem in problems
+            ],
+        )
+    return to_stored(parsed, annotation, sides)
 
 
 def _replayed(label: Label, assignment: Assignment) -> Submission:
@@ -673,14 +750,19 @@ def label_submit(
                 f"the submission names {parent_digest or 'none'}",
                 head=head,
             )
+        content = unit_content(
+            unit=assignment.unit
+            if Assignment.unit.is_cached(assignment)
+            else Unit(pk=assignment.unit_id)
+        )
+        if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
+            annotation = pair_annotation_stored(
+                study=study, assignment=assignment, content=content, annotation=annotation
+            )
         try:
             record = record_build(
                 study=study,
-                content=unit_content(
-                    unit=assignment.unit
-                    if Assignment.unit.is_cached(assignment)
-                    else Unit(pk=assignment.unit_id)
-                ),
+                content=content,
                 annotation=_annotation_from_input(
                     study=study,
                     data=annotation,

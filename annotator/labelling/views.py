@@ -43,11 +43,13 @@ from annotator.labelling.forms import (
     error_sentence,
 )
 from annotator.labelling.models import Assignment
+from annotator.labelling.pair_page import annotation_seen, pair_sides_shown
 from annotator.labelling.selectors import (
     annotator_progress,
     assignments_of,
     draft_of,
     label_head,
+    pair_sides_of,
     unit_content,
 )
 from annotator.labelling.services import (
@@ -61,6 +63,7 @@ from annotator.labelling.services import (
     draft_discard,
     draft_save,
     label_submit,
+    pair_texts,
 )
 from annotator.labelling.throttling import submit_wait
 from audit.archive.models import CodebookUnit
@@ -176,7 +179,12 @@ def _form_context(
         codebook = codebook_for_page(study.codebook.definition)
     draft = draft_of(assignment=assignment)
     head = label_head(assignment=assignment)
-    head_annotation = annotation_for_page(head.annotation) if head else None
+    # An answer pair's label is shown in the annotator's own left/right (pair_page).
+    head_annotation = (
+        annotation_for_page(annotation_seen(study.codebook.definition, head.annotation))
+        if head
+        else None
+    )
 
     if submitted is not None:
         origin, initial = "submitted", annotation_for_page(submitted)
@@ -201,7 +209,12 @@ def _form_context(
         for index, source in enumerate(content.sources)
     ]
     is_documents = content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
-    if generic and is_documents:
+    pair = None
+    if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
+        # Two answers named by their place only, in this annotator's recorded order.
+        sides = pair_sides_of(assignment) or {}
+        pair, texts, sources = pair_sides_shown(content, sides), pair_texts(content, sides), []
+    elif generic and is_documents:
         # A query with its documents in rank order, named as spans name them: "document:N".
         texts.update(content.texts)
     elif generic:
@@ -233,8 +246,9 @@ def _form_context(
         "assignment": assignment,
         "content": content,
         "query": content.query,
-        "answer": content.answer,
-        "sources": list(zip(sources, content.sources, strict=True)),
+        "answer": content.answer if pair is None else None,
+        "sources": list(zip(sources, content.sources if pair is None else [], strict=True)),
+        "pair": pair,
         "source": content.sources[0] if is_tuple else None,
         "codebook": codebook,
         "draft": draft,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -102,7 +102,17 @@ _OPTION_KEYS = frozenset({"code", "label", "definition", "key"})
 _GRADE_KEYS = frozenset({"value", "anchor", "label", "key"})
 _DERIVED_KEYS = frozenset({"code", "rule", "inputs", "threshold", "label", "definition"})
 _ANNOTATION_KEYS = frozenset(
-    {"kind", "annotator", "values", "reasons", "spans", "documents", "rationale", "assisted"}
+    {
+        "kind",
+        "annotator",
+        "values",
+        "reasons",
+        "spans",
+        "documents",
+        "rationale",
+        "assisted",
+        "sides",
+    }
 )
 _SPAN_KEYS = frozenset({"field", "snapshot", "start", "end", "quote"})
 _CLAIM_KEYS = ("id", "span", "source", "quote_span", "kind", "reason")
@@ -179,6 +189,62 @@ class Derived:
     threshold: float | None = None
     label: str = ""
     definition: str = ""
+
+
+# --- answer_pair units: the sides ---------------------------------------------------------
+# An annotator of an answer_pair unit sees the two answers as "left" and "right", in an
+# order drawn for them; the stored annotation speaks of the roles instead (docs/formats.md,
+# "Answer pairs: sides"): a choice field whose codes include left and right stores
+# ``answer`` for the side that showed the evaluated answer and ``baseline`` for the other,
+# spans cite the snapshots ``answer`` and ``baseline``, and ``sides`` records the order.
+
+#: What the annotator of an answer pair sees: the two answers' places.
+PAIR_SIDES = ("left", "right")
+#: What a stored answer pair annotation names instead: the answers' roles (and snapshots).
+PAIR_ROLES = ("answer", "baseline")
+
+
+def side_fields(codebook: Any) -> tuple[str, ...]:
+    """The codes of an answer_pair codebook's **side fields**: unit-level ``choice`` fields
+    whose codes include both ``left`` and ``right`` (empty for other unit kinds)."""
+    if getattr(codebook, "unit", None) != "answer_pair":
+        return ()
+    return tuple(
+        field.code
+        for field in codebook.fields
+        if field.type == "choice"
+        and field.placement != "document"
+        and {"left", "right"} <= set(field.codes)
+    )
+
+
+def sides_problem(sides: Any) -> str | None:
+    """Why ``sides`` is not a valid side mapping (``None``: it is one): exactly
+    ``{"left": role, "right": other role}`` with the roles ``answer`` and ``baseline``."""
+    if (
+        type(sides) is dict
+        and sides.keys() == set(PAIR_SIDES)
+        and sorted(str(role) for role in sides.values()) == sorted(PAIR_ROLES)
+        and all(type(role) is str for role in sides.values())
+    ):
+        return None
+    return (
+        f"is {show(sides)}; it records which answer each side showed: "
+        '{"left": "answer", "right": "baseline"} or {"left": "baseline", "right": "answer"}'
+    )
+
+
+def _stored_field(field: Field) -> Field:
+    """A side field as a stored annotation answers it: ``left`` → ``answer``, ``right`` →
+    ``baseline`` (labels kept), so that its codes are the stored ones."""
+    stored = {"left": "answer", "right": "baseline"}
+    return replace(
+        field,
+        options=tuple(
+            replace(option, code=stored.get(str(option.code), option.code))
+            for option in field.options
+        ),
+    )
 
 
 # --- parsing a codebook's fields -----------------------------------------------------
@@ -870,6 +936,12 @@ def _span_problem(span: Any, path: str, texts: Mapping[str, str] | None) -> Prob
     return None
 
 
+def span_problem(span: Any, path: str, texts: Mapping[str, str] | None) -> Problem | None:
+    """The first problem of one span (``{field, snapshot, start, end, quote}``) against
+    ``texts`` by snapshot name, or ``None``."""
+    return _span_problem(span, path, texts)
+
+
 def _check_claims(
     field: Field,
     value: Any,
@@ -1182,6 +1254,30 @@ def check_annotation(
     all_texts = dict(texts) if texts is not None else None
     span_texts = all_texts
     unit_fields = [f for f in codebook.fields if f.placement != "document"]
+    if codebook.unit == "answer_pair":
+        if "sides" not in annotation:
+            problems.append(
+                Problem(
+                    codes.MISSING_FIELD,
+                    "annotation.sides",
+                    "is missing: an answer_pair annotation records which answer each side "
+                    'showed ({"left": "answer" or "baseline", "right": the other})',
+                )
+            )
+        else:
+            problem = sides_problem(annotation["sides"])
+            if problem is not None:
+                problems.append(Problem(codes.INVALID_FIELD, "annotation.sides", problem))
+        pair_fields = set(side_fields(codebook))
+        unit_fields = [_stored_field(f) if f.code in pair_fields else f for f in unit_fields]
+    elif "sides" in annotation:
+        problems.append(
+            Problem(
+                codes.UNKNOWN_FIELD,
+                "annotation.sides",
+                f"only answer_pair units have sides; this is a {codebook.unit} unit",
+            )
+        )
     doc_fields = [f for f in codebook.fields if f.placement == "document"]
     n_documents = (
         None if all_texts is None else sum(1 for name in all_texts if name.startswith("document:"))

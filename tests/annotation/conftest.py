@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import F
 
 from annotator.labelling.models import Assignment
+from annotator.labelling.services import pair_left_is_evaluated_draw
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Study, Unit
 from audit.archive.services import codebook_install_file, observations_import
@@ -68,7 +69,14 @@ def assign(unit: Unit, user: Any) -> Assignment:
     for tests about a particular unit, not about the queue's order."""
     mine = Assignment.objects.filter(study=unit.study, annotator=user).count()
     assignment = Assignment.objects.create(
-        study=unit.study, unit=unit, annotator=user, number=mine + 1
+        study=unit.study,
+        unit=unit,
+        annotator=user,
+        number=mine + 1,
+        # an answer pair's order for this annotator, drawn as the queue draws it
+        pair_left_is_evaluated=pair_left_is_evaluated_draw(
+            study=unit.study, annotator_id=user.pk, unit_id=unit.pk
+        ),
     )
     Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
     return assignment

@@ -148,8 +148,9 @@ def test_a_pair_units_record_passes_the_contract(pairs_study):
     evaluated, baseline = pair_lines(1)
     observations_import(study=pairs_study, data=_pairs_file(evaluated, baseline), file_name="a")
     content = unit_content(unit=pairs_study.units.get())
+    # as stored: "right" showed the evaluated answer (audit.contract.sides)
     note = annotation(
-        {"preference": "right"},
+        {"preference": "answer"},
         reasons={"preference": "the baseline is vaguer"},
         spans=[
             {
@@ -157,6 +158,7 @@ def test_a_pair_units_record_passes_the_contract(pairs_study):
                 **span_of(content.baseline["answer"]["text"], "baseline answer", "baseline"),
             }
         ],
+        sides={"left": "baseline", "right": "answer"},
     )
     record = record_build(study=pairs_study, content=content, annotation=note, parents=[])
     assert set(record) >= {"sources", "baseline", "unit_digest"}

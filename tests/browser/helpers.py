@@ -188,11 +188,19 @@ def assign(unit: Any, user: Any) -> Any:
     from django.db.models import F
 
     from annotator.labelling.models import Assignment
+    from annotator.labelling.services import pair_left_is_evaluated_draw
     from audit.archive.models import Unit
 
     mine = Assignment.objects.filter(study=unit.study, annotator=user).count()
     assignment = Assignment.objects.create(
-        study=unit.study, unit=unit, annotator=user, number=mine + 1
+        study=unit.study,
+        unit=unit,
+        annotator=user,
+        number=mine + 1,
+        # an answer pair's order for this annotator, drawn as the queue draws it
+        pair_left_is_evaluated=pair_left_is_evaluated_draw(
+            study=unit.study, annotator_id=user.pk, unit_id=unit.pk
+        ),
     )
     Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
     return assignment

@@ -217,9 +217,26 @@ def test_screenshot_query_documents_at_1280(small, demo):
     page.check('input[name="field-authority-0"][value="0"]')
     page.check('input[name="field-support-1"][value="2"]')
     page.click("#document-1-title")
-    page.keyboard.press("u")
+    page.keyboard.press("t")
     expect(page.locator('fieldset[data-field="authority-1"]')).to_have_class(
         re.compile("is-active")
     )
     page.evaluate("document.getElementById('query-title').scrollIntoView()")
     shoot(page, "annotate-query-documents.png")
+
+
+def test_screenshot_pair_form_at_1280(small, demo):
+    """Seed 002's pairwise side by side: the query, "Left" and "Right", one choice."""
+    from tests.annotation.pairs import opposite_annotators, pairs_study
+
+    context, page = small
+    study = pairs_study("pairwise-screenshot", n=1)
+    unit = study.units.get()
+    annotator = opposite_annotators(study, unit, prefix="shot")[0]
+    assignment = assign(unit, annotator)
+    login_fast(context, annotator, demo.url)
+    open_form(page, assignment)
+    page.check('input[name="field-preference"][value="left"]')
+    page.fill("#reason-preference", "Left names a quiet router that fits a small office.")
+    expect(page.locator('input[name="field-preference"][value="left"]')).to_be_checked()
+    shoot(page, "annotate-pair.png")

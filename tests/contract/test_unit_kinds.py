@@ -217,9 +217,10 @@ def test_a_documents_digest_follows_rank_not_answer_order():
 def _pair_annotation(evaluated: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
     text = baseline["answer"]["text"]
     return annotation(
-        {"preference": "left"},
+        {"preference": "baseline"},
         reasons={"preference": "the left answer names the router"},
         spans=[{"field": "preference", **span_of(text, "The baseline answer", "baseline")}],
+        sides={"left": "baseline", "right": "answer"},
     )
 
 
