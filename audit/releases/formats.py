@@ -34,7 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from audit.contract.canonical import canonical_json, canonical_text_unchecked, encode_string
+from audit.contract.canonical import (
+    canonical_json,
+    canonical_text_fast,
+    canonical_text_unchecked,
+    encode_string,
+)
 from audit.contract.cells import spreadsheet_safe
 from audit.contract.codebook import Codebook
 from audit.contract.endpoint import VERDICTS
@@ -296,9 +301,11 @@ def csv_cell(value: Any, kind: str = "string") -> str:
     return _cell_text(value, kind)
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: Any, fast: bool = False) -> str:
     """``canonical_text_unchecked(value)``, with the scalars of a table cell written
-    directly (the same text the encoder gives them, without a call into it)."""
+    directly (the same text the encoder gives them, without a call into it); with
+    ``fast``, lists and objects by the compiled encoder (``canonical_text_fast``: only for
+    values parsed by orjson, which hold no NaN)."""
     kind = type(value)
     if kind is str:
         return encode_string(value)
@@ -308,6 +315,8 @@ def _json_text(value: Any) -> str:
         return "true" if value else "false"
     if kind is int:
         return int.__repr__(value)
+    if fast and (kind is list or kind is dict):
+        return canonical_text_fast(value)
     return canonical_text_unchecked(value)
 
 
@@ -429,11 +438,12 @@ class TableFiles:
             self.streams.append(stream)
             self.writers.append(_WRITERS[ext](stream, table))
 
-    def write(self, row: Mapping[str, Any]) -> None:
+    def write(self, row: Mapping[str, Any], fast: bool = False) -> None:
         """Each value is serialized once: its canonical JSON text makes the JSONL line
         (keys in sorted order, so the line is the row's canonical JSON) and is the CSV and
-        Parquet cell of a nested column. Rows hold JSON values (parsed JSON, string keys)."""
-        texts = {name: _json_text(row[name]) for name in self.table.names}
+        Parquet cell of a nested column. Rows hold JSON values (parsed JSON, string keys);
+        ``fast``: parsed by orjson (see :func:`_json_text`)."""
+        texts = {name: _json_text(row[name], fast) for name in self.table.names}
         self.streams[0].write(
             ("{" + ",".join([key + texts[name] for name, key in self._keys]) + "}\n").encode(
                 "utf-8"
