@@ -172,20 +172,16 @@ def canonical_json_fast(value: Any) -> bytes:
     return canonical_json_unchecked(value)
 
 
+#: Every digit as ``0``: ``<digit>e-<digit>`` becomes ``0e-0``, found by one search in C.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
 def may_hold_small_float(data: bytes) -> bool:
     """Whether orjson's ``data`` may hold a float it writes otherwise than ``repr``: one
     below 1e-4 in magnitude, written ``<digit>e-<digit>`` or from ``0.0000`` on. Text that
     merely contains either (``"1e-3"``, ``"0.00001"`` in a string) answers yes too, which
     only costs a second encoding; ``e-`` between letters (``"source-risk"``) does not."""
-    if b"0.0000" in data:
-        return True
-    at = data.find(b"e-")
-    while at != -1:
-        end = data[at + 2 : at + 3]
-        if at and 48 <= data[at - 1] <= 57 and end and 48 <= end[0] <= 57:
-            return True
-        at = data.find(b"e-", at + 2)
-    return False
+    return b"0.0000" in data or (b"e-" in data and b"0e-0" in data.translate(_DIGITS_AS_ZERO))
 
 
 def canonical_text_fast(value: Any) -> str:

@@ -1,8 +1,8 @@
 """The compiled canonical encoder (orjson) gives the standard encoder's bytes, or falls back.
 
 ``canonical_json_fast`` returns orjson's bytes only when they hold no fallback marker
-(``<digit>e-<digit>``, ``0.0000``) and orjson did not raise; these tests hold that whenever it returns
-orjson's bytes they are the standard encoder's, on random JSON values with non-ASCII text,
+(``<digit>e-<digit>``, ``0.0000``) and orjson did not raise; these tests hold that
+whenever it returns orjson's bytes they are the standard encoder's, on random JSON values with non-ASCII text,
 every kind of finite float, integers of any size and nesting, and that each case orjson
 writes differently (small floats, big integers, surrogates, deep nesting, odd keys and
 types) gives the standard bytes or the standard error.
@@ -109,8 +109,10 @@ def test_values_orjson_refuses_get_the_standard_encoders_answer():
 
 def test_only_a_number_like_e_minus_counts_as_a_small_float():
     assert not may_hold_small_float(b'{"codebook":"source-risk","e-":"e-"}')
-    assert may_hold_small_float(b"[1e-5]") and may_hold_small_float(b"[1.5e-7]")
-    assert may_hold_small_float(b"[0.00001]") and may_hold_small_float(b'["3e-1"]')
+    assert may_hold_small_float(b"[1e-5]")
+    assert may_hold_small_float(b"[1.5e-7]")
+    assert may_hold_small_float(b"[0.00001]")
+    assert may_hold_small_float(b'["3e-1"]')
 
 
 def test_the_fast_path_is_taken_for_plain_values():
