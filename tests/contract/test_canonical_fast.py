@@ -1,11 +1,11 @@
 """The compiled canonical encoder (orjson) gives the standard encoder's bytes, or falls back.
 
 ``canonical_json_fast`` returns orjson's bytes only when they hold no fallback marker
-(``<digit>e-<digit>``, ``0.0000``) and orjson did not raise; these tests hold that
-whenever it returns orjson's bytes they are the standard encoder's, on random JSON values with non-ASCII text,
-every kind of finite float, integers of any size and nesting, and that each case orjson
-writes differently (small floats, big integers, surrogates, deep nesting, odd keys and
-types) gives the standard bytes or the standard error.
+(``<digit>e-<digit>``, ``0.0000``) and orjson did not raise. These tests hold that
+whenever it returns orjson's bytes they are the standard encoder's, on random JSON values
+with non-ASCII text, every kind of finite float, integers of any size and nesting, and
+that each case orjson writes differently (small floats, big integers, surrogates, deep
+nesting, odd keys and types) gives the standard bytes or the standard error.
 """
 
 from __future__ import annotations
