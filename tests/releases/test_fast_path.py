@@ -42,6 +42,20 @@ def test_a_labelled_study_gives_the_same_bytes_both_ways(db, releases_root, tmp_
     assert fast.files[rf.RECORDS]["bytes"] > 0
 
 
+def test_withheld_texts_give_the_same_bytes_both_ways(db, releases_root, tmp_path):
+    study = labelled_study().study
+    for where, reference in (("fast", False), ("ref", True)):
+        bundle_write(
+            study=study,
+            name="v1",
+            directory=tmp_path / where,
+            withhold_texts=True,
+            reference=reference,
+        )
+    assert files_of(tmp_path / "fast") == files_of(tmp_path / "ref")
+    assert b'"quote_sha256"' in (tmp_path / "fast" / rf.RECORDS).read_bytes()
+
+
 def test_answer_claims_give_the_same_bytes_both_ways(claims_labelled, tmp_path):
     _both_ways(claims_labelled, tmp_path)
     assert files_of(tmp_path / "fast") == files_of(tmp_path / "ref")
