@@ -2,7 +2,7 @@
 
     python bench/checker.py [--repeats 21] [--write]
 
-Single process, pure Python, no database. After a warm-up, each figure is the median of
+Single process, pure Python (and orjson), no database. After a warm-up, each figure is the median of
 21 batch means: the endpoint resolver over 16,200 tuples per batch (the 81 predicate states
 x 200) and the full record checker (validation + audit) over 810 records per batch (81
 states x 10 variants of full records: snapshots, spans, evidence, sealed digests). The
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -124,7 +125,8 @@ def report(figures: dict[str, float], repeats: int) -> str:
     ]
     table = "\n".join(rows)
     return f"""
-Command: `{COMMAND}` (pure Python, one process, no database). Machine: {machine()}.
+Command: `{COMMAND}` (one process, no database). Machine: {machine()}; load average
+{figures["load"]} when it started (the machine is shared: other processes slow it).
 
 Median of {repeats} batch means after a warm-up of 3 batches, garbage collection paused
 during each batch, as in seed 000 §IV-E. Records are the conformance fixtures (81 predicate
@@ -139,8 +141,10 @@ For context (not part of the seed's comparison):
 - the record digest alone by the generic path (one canonical serialization of the record
   by the standard library's C JSON encoder and one SHA-256) takes
   {figures["record_digest_us"]:.2f} µs; it cannot be skipped, since the digest is defined
-  over the canonical bytes, but the checker assembles the same bytes more cheaply: the
-  fields stage 1 has checked are written by hand, the rest by that encoder;
+  over the canonical bytes, but the checker gets the same bytes more cheaply: by orjson
+  where they are provably the canonical ones (the annotation reads back equal to itself,
+  no float below 1e-4, nothing orjson refuses), else assembled by hand from the fields
+  stage 1 has checked and the standard encoder for the rest;
 - checking a record from its JSON line (`json.loads` + check, as `python -m audit.check`
   does) takes {figures["line_us"]:.2f} µs per record.
 
@@ -154,7 +158,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     figures = measure(args.repeats)
+    figures["load"] = load
     endpoint = figures["endpoint_us"]
     record = figures["record_us"]
     print(

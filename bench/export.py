@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://... python bench/export.py [--sizes 100000 1000000] [--write]
 
-Runs in a throw-away test database (``claimgate_bench_export``, created and dropped
+Runs in a throw-away test database (``<DATABASE_URL's name>_bench_export``, created and dropped
 here), so it never touches the database DATABASE_URL names. For each size it imports that
 many tuples, stores one independent label per tuple (bulk, records built and sealed as the
 application does), vacuums and analyzes the tables (as autovacuum would), then builds the
@@ -29,7 +29,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
 
 TARGET_S = 5.0
 TARGET_MB = 200
-TEST_DB = "claimgate_bench_export"
+TEST_DB = "bench_export"
 
 
 def _maxrss_mb() -> float:
@@ -44,30 +44,52 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def child(slug: str, name: str, root: str) -> int:
-    """Build one release and print its figures as JSON (runs in its own process)."""
+def child(
+    slug: str, name: str, root: str, profile: str | None = None, reference: bool = False
+) -> int:
+    """Build one release and print its figures as JSON (runs in its own process); with
+    ``profile``, under cProfile, its statistics written to that file; with ``reference``,
+    the bundle only, by the standard library's JSON alone (``bundle_write(reference=True)``,
+    the path the compiled one must match byte for byte)."""
     import django
 
     django.setup()
     from django.conf import settings
 
     from audit.archive.models import Study
-    from audit.releases.services import release_build
+    from audit.releases.services import bundle_write, release_build
 
     settings.RELEASES_ROOT = Path(root)
     study = Study.objects.get(slug=slug)
     baseline = _maxrss_mb()
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     started = time.perf_counter()
-    release = release_build(study=study, name=name)
+    cpu_started = time.process_time()
+    if reference:
+        directory = Path(root) / "reference" / name
+        files = bundle_write(study=study, name=name, directory=directory, reference=True).files
+    else:
+        release = release_build(study=study, name=name)
+        assert release.status == "ready", release.error
+        files = release.files
     seconds = time.perf_counter() - started
-    assert release.status == "ready", release.error
+    cpu_seconds = time.process_time() - cpu_started
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
     print(
         json.dumps(
             {
                 "seconds": seconds,
+                "cpu_seconds": cpu_seconds,
                 "peak_mb": _maxrss_mb(),
                 "baseline_mb": baseline,
-                "files": release.files,
+                "files": files,
             }
         )
     )
@@ -79,8 +101,8 @@ def _labels(study, pseudonym: str) -> int:
     from annotator.labelling.models import Label
     from audit.archive import bulk
     from audit.archive.models import Unit
-    from audit.archive.records import record_build
-    from audit.releases.services import CHUNK, UNIT_VALUES, _batches, _contents
+    from audit.archive.records import UNIT_VALUES, record_build, unit_contents_of
+    from audit.releases.services import CHUNK, _batches
 
     weights = {d["key"]: d["weight"] for d in study.codebook.definition["evidence_dimensions"]}
     units = (
@@ -92,7 +114,7 @@ def _labels(study, pseudonym: str) -> int:
     count = 0
     for chunk in _batches(units, CHUNK):
         rows = []
-        for unit_id, content in _contents(study, chunk).items():
+        for unit_id, content in unit_contents_of(study=study, units=chunk).items():
             source, answer = content.sources[0]["text"], content.answer["text"]
             annotation = {
                 "kind": "independent",
@@ -136,16 +158,83 @@ def _labels(study, pseudonym: str) -> int:
     return count
 
 
+def _child_run(args: argparse.Namespace, url: str, root: Path, slug: str, name: str, *extra: str):
+    from django.db import connection
+
+    connection.close()  # the child gets the database to itself
+    command = [sys.executable, __file__, "--child", slug, name, str(root), *extra]
+    if args.profile:
+        command += ["--profile", f"{args.profile}.{name}"]
+    out = subprocess.run(
+        command,
+        env=dict(os.environ, DATABASE_URL=url),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _build(
+    args: argparse.Namespace,
+    url: str,
+    scratch: Path,
+    slug: str,
+    size: int,
+    labels: int,
+    setup_s: float,
+) -> dict:
+    """Build the release of ``slug`` in a child process (and by the reference path, with
+    ``--reference``, comparing every file's SHA-256); the figures of the build."""
+    name = f"v{int(time.time() * 1000)}"
+    figures = _child_run(args, url, scratch / "releases", slug, name)
+    load = os.getloadavg()
+    figures.update(size=size, labels=labels, setup_s=setup_s, load=load)
+    if args.reference:
+        old = _child_run(args, url, scratch / "releases", slug, name, "--reference")
+        sums = {k: v["sha256"] for k, v in figures["files"].items() if k != "SHA256SUMS"}
+        old_sums = {k: v["sha256"] for k, v in old["files"].items() if k != "SHA256SUMS"}
+        # README.md names the release; both builds use the same name, so it compares too.
+        figures["reference"] = {
+            "seconds": old["seconds"],
+            "cpu_seconds": old["cpu_seconds"],
+            "peak_mb": old["peak_mb"],
+            "identical": sums == old_sums,
+            "differing": sorted(
+                k for k in sums.keys() | old_sums.keys() if sums.get(k) != old_sums.get(k)
+            ),
+        }
+        figures["reference_load"] = os.getloadavg()
+    print(json.dumps({k: v for k, v in figures.items() if k != "files"}), flush=True)
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="build under cProfile and write its statistics to FILE.<size> (slower)",
+    )
+    parser.add_argument(
         "--child", nargs=3, metavar=("SLUG", "NAME", "ROOT"), help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also build each release by the reference path (standard library JSON only) "
+        "and compare the two bundles' SHA256SUMS",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the benchmark database and reuse it (and its studies) on the next run",
     )
     args = parser.parse_args(argv)
     if args.child:
-        return child(*args.child)
+        return child(*args.child, profile=args.profile, reference=args.reference)
 
     import django
 
@@ -162,8 +251,21 @@ def main(argv: list[str] | None = None) -> int:
     vendor = connection.vendor
     test_settings = connection.settings_dict.setdefault("TEST", {})
     scratch = Path(tempfile.mkdtemp(prefix="claimgate-bench-export-"))
-    test_settings["NAME"] = TEST_DB if vendor == "postgresql" else str(scratch / "bench.sqlite3")
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    # Named after DATABASE_URL's database, so that runs against different databases of
+    # one server (other people's, other branches') never share it.
+    test_db = f"{connection.settings_dict['NAME']}_{TEST_DB}"
+    test_settings["NAME"] = test_db if vendor == "postgresql" else str(scratch / "bench.sqlite3")
+    kept = False
+    if args.keep and vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [test_db])
+            kept = cursor.fetchone() is not None
+    if kept:
+        old_name = connection.settings_dict["NAME"]
+        connection.close()
+        connection.settings_dict["NAME"] = test_db
+    else:
+        old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     results = []
     try:
         db = connection.settings_dict
@@ -176,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         for size in args.sizes:
             slug = f"bench-{size}"
+            study = Study.objects.filter(slug=slug).first()
+            if study is not None:  # --keep: built by an earlier run
+                results.append(_build(args, url, scratch, slug, size, size, 0.0))
+                continue
             study = Study.objects.create(slug=slug, title=slug, codebook=codebook, overlap=1)
             data = build_file(size)
             settings.IMPORT_MAX_FILE_BYTES = max(settings.IMPORT_MAX_FILE_BYTES, len(data))
@@ -192,20 +298,13 @@ def main(argv: list[str] | None = None) -> int:
                     for table in ("annotator_label", "audit_unit", "audit_ledgerentry"):
                         cursor.execute(f"VACUUM ANALYZE {table}")
             setup_s = time.perf_counter() - started
-            connection.close()  # the child gets the database to itself
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", slug, "v1", str(scratch / "releases")],
-                env=dict(os.environ, DATABASE_URL=url),
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            figures = json.loads(out.stdout.strip().splitlines()[-1])
-            figures.update(size=size, labels=labels, setup_s=setup_s)
-            results.append(figures)
-            print(json.dumps({k: v for k, v in figures.items() if k != "files"}), flush=True)
+            results.append(_build(args, url, scratch, slug, size, labels, setup_s))
     finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+        if args.keep and vendor == "postgresql":
+            connection.close()
+            connection.settings_dict["NAME"] = old_name
+        else:
+            connection.creation.destroy_test_db(old_name, verbosity=0)
         import shutil
 
         shutil.rmtree(scratch, ignore_errors=True)
@@ -218,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         megabytes = sum(f["bytes"] for f in r["files"].values()) / 1e6
         rate = r["labels"] / r["seconds"]
         line = (
-            f"- {r['labels']:,} labelled tuples: **{r['seconds']:.1f} s** ({rate:,.0f} labels/s), "
+            f"- {r['labels']:,} labelled tuples: **{r['seconds']:.1f} s** ({rate:,.0f} labels/s; "
+            f"{r['cpu_seconds']:.1f} s of CPU in the building process), "
             f"peak RSS **{r['peak_mb']:.0f} MB** (of which {r['baseline_mb']:.0f} MB is the "
             f"process before the build: Django, pyarrow), bundle {megabytes:,.0f} MB in "
             f"{len(r['files'])} files"
@@ -228,6 +328,19 @@ def main(argv: list[str] | None = None) -> int:
                 f" — target ≤ {TARGET_S:.0f} s and ≤ {TARGET_MB} MB: "
                 f"{'met' if r['seconds'] <= TARGET_S else 'NOT met'} (time), "
                 f"{'met' if r['peak_mb'] <= TARGET_MB else 'NOT met'} (memory)"
+            )
+        line += f"; load average {' / '.join(f'{x:.2f}' for x in r['load'])}"
+        if "reference" in r:
+            ref = r["reference"]
+            line += (
+                f"; the reference path (standard library JSON only) on the same data: "
+                f"{ref['seconds']:.1f} s ({ref['cpu_seconds']:.1f} s CPU), "
+                f"{ref['peak_mb']:.0f} MB, bundle "
+                + (
+                    "**identical** (every file's SHA-256)"
+                    if ref["identical"]
+                    else f"**DIFFERENT** in {', '.join(ref['differing'])}"
+                )
             )
         lines.append(line)
     print("\n".join(lines))

@@ -12,6 +12,11 @@ import json
 from json.encoder import c_make_encoder, encode_basestring
 from typing import Any
 
+try:  # a compiled encoder for the bulk paths (releases); the standard one is the reference
+    import orjson
+except ImportError:  # pragma: no cover - a dependency; kept optional for the pure contract
+    orjson = None  # type: ignore[assignment]
+
 
 class CanonicalError(ValueError):
     """The value cannot be serialized canonically (NaN, infinity, a non-string key...)."""
@@ -123,3 +128,76 @@ def canonical_digest_unchecked(value: Any) -> str:
     """:func:`canonical_digest` for values whose keys are known to be strings (see
     :func:`canonical_json_unchecked`)."""
     return sha256_hex(canonical_json_unchecked(value))
+
+
+# --- the compiled encoder ------------------------------------------------------------------
+#
+# orjson with sorted keys writes the bytes of the standard encoder above for every JSON
+# value (tests/contract/test_canonical_fast.py holds the two equal on random values),
+# except where it cannot or where its text differs; each such case falls back to the
+# standard encoder, so the result is always the canonical bytes:
+# - a finite float below 1e-4 in magnitude: orjson writes ``1e-5`` or ``0.00001`` where
+#   ``repr`` writes ``1e-05``. Every such float's text contains ``<digit>e-<digit>`` or
+#   starts with ``0.0000`` (``-0.0000``), so any output containing either falls back
+#   (:func:`may_hold_small_float`; a string holding one only costs the second encoding);
+# - integers outside 64 bits, non-string keys, unpaired surrogates, nesting deeper than
+#   255, subclasses of str/int/dict/list, datetimes and dataclasses: orjson raises (the
+#   last three because of the pass-through options and ``_refuse``) and the standard
+#   encoder decides, raising :class:`CanonicalError` where it always did.
+# Not covered, hence the name: NaN and infinity (orjson writes ``null``, the standard
+# encoder refuses them) and the non-JSON types orjson serializes natively (UUID, enum).
+# Only values parsed from JSON by a parser that refuses NaN, or already serialized
+# canonically once (a record whose digest was checked), go through it.
+
+_ORJSON_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    if orjson is not None
+    else 0
+)
+
+
+def canonical_json_fast(value: Any) -> bytes:
+    """:func:`canonical_json_unchecked` of a JSON value without NaN or infinity (see the
+    note above), by the compiled encoder where its bytes are the canonical ones."""
+    if orjson is not None:
+        try:
+            data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            return canonical_json_unchecked(value)
+        if not may_hold_small_float(data):
+            return data
+    return canonical_json_unchecked(value)
+
+
+#: Every digit as ``0``: ``<digit>e-<digit>`` becomes ``0e-0``, found by one search in C.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def may_hold_small_float(data: bytes) -> bool:
+    """Whether orjson's ``data`` may hold a float it writes otherwise than ``repr``: one
+    below 1e-4 in magnitude, written ``<digit>e-<digit>`` or from ``0.0000`` on. Text that
+    merely contains either (``"1e-3"``, ``"0.00001"`` in a string) answers yes too, which
+    only costs a second encoding; ``e-`` between letters (``"source-risk"``) does not."""
+    return b"0.0000" in data or (b"e-" in data and b"0e-0" in data.translate(_DIGITS_AS_ZERO))
+
+
+def canonical_text_fast(value: Any) -> str:
+    """:func:`canonical_json_fast` as ``str``."""
+    return canonical_json_fast(value).decode("utf-8")
+
+
+def parse_json_fast(text: str) -> tuple[Any, bool]:
+    """A stored JSON value from its text, and whether :func:`canonical_json_fast` may
+    serialize it: parsed by orjson (which refuses NaN and infinity) when it can, else by
+    the standard parser (``False``: it may hold NaN). orjson reads an integer outside 64
+    bits as a float: a caller that serializes the value canonically must check the result
+    (a record against its digest) or use the standard parser."""
+    if orjson is not None:
+        try:
+            return orjson.loads(text), True
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text), False

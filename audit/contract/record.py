@@ -28,9 +28,13 @@ from typing import Any
 
 from audit.contract import codes
 from audit.contract.canonical import (
+    _ORJSON_OPTIONS,
     CanonicalError,
+    _refuse,
     canonical_chunks_unchecked,
     canonical_json_unchecked,
+    may_hold_small_float,
+    orjson,
 )
 from audit.contract.codebook import Codebook
 from audit.contract.digests import (
@@ -313,7 +317,12 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
     # Every object key was checked above or is checked against a fixed set later (a
     # non-string key can only fail those checks), so the key walk can be skipped here.
     if is_tuple:
-        expected = _digest_or_invalid(lambda: text_digest(_tuple_record_text(obj, pipeline_text)))
+        expected = _tuple_record_digest_fast(obj)
+        if expected != obj["record_digest"]:  # not for the compiled encoder, or a mismatch:
+            # the assembled text decides (same bytes; its errors and messages).
+            expected = _digest_or_invalid(
+                lambda: text_digest(_tuple_record_text(obj, pipeline_text))
+            )
     else:
         body = dict(obj)
         del body["record_digest"]
@@ -326,6 +335,36 @@ def _stage_identity(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
         )
     identity.record_digest = expected
     return identity
+
+
+def _tuple_record_digest_fast(obj: dict[str, Any]) -> str | None:
+    """The record digest of a tuple record whose stage-1 fields passed, by the compiled
+    encoder (orjson), or ``None`` where its bytes might not be the canonical ones.
+
+    Stage 1 leaves only the annotation free to hold a value the canonical encoder refuses:
+    the query, answer, source, codebook reference and parents are typed, the sampling's
+    probability is in (0, 1], and the pipeline's text was written by the canonical encoder
+    (which raised on NaN or infinity) for the tuple digest. orjson writes NaN and infinity
+    as ``null``; an annotation that reads back equal to itself holds neither (``null`` is
+    not a float). orjson raises on what else the canonical encoder refuses (non-string
+    keys, unpaired surrogates) or writes otherwise (integers outside 64 bits), and
+    :func:`may_hold_small_float` finds the floats it writes otherwise. A caller compares
+    the result with the claimed digest and falls back to :func:`_tuple_record_text` when
+    they differ, so a ``None`` or a wrong guess changes nothing but the time taken."""
+    if orjson is None:
+        return None
+    annotation = obj["annotation"]
+    body = dict(obj)
+    del body["record_digest"]
+    try:
+        if orjson.loads(orjson.dumps(annotation)) != annotation:
+            return None
+        data = orjson.dumps(body, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return None
+    if may_hold_small_float(data):
+        return None
+    return sha256(data).hexdigest()
 
 
 def _tuple_record_text(obj: dict[str, Any], pipeline_text: str) -> str:

@@ -34,8 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from audit.contract.canonical import canonical_json, canonical_text_unchecked, encode_string
-from audit.contract.cells import spreadsheet_safe
+from audit.contract.canonical import (
+    canonical_json,
+    canonical_json_fast,
+    canonical_text_fast,
+    canonical_text_unchecked,
+    encode_string,
+)
+from audit.contract.cells import FORMULA_STARTS, spreadsheet_safe
 from audit.contract.codebook import Codebook
 from audit.contract.endpoint import VERDICTS
 from audit.contract.fields import derive, field_values
@@ -77,6 +83,8 @@ CONTENT_TYPES = {
 }
 
 PARQUET_ROW_GROUP = 10_000
+#: Rows a table holds before writing them to its three files, column by column.
+TABLE_BATCH = 500
 PARQUET_OPTIONS: dict[str, Any] = {
     "version": "2.6",
     "compression": "zstd",
@@ -296,9 +304,11 @@ def csv_cell(value: Any, kind: str = "string") -> str:
     return _cell_text(value, kind)
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: Any, fast: bool = False) -> str:
     """``canonical_text_unchecked(value)``, with the scalars of a table cell written
-    directly (the same text the encoder gives them, without a call into it)."""
+    directly (the same text the encoder gives them, without a call into it); with
+    ``fast``, lists and objects by the compiled encoder (``canonical_text_fast``: only for
+    values parsed by orjson, which hold no NaN)."""
     kind = type(value)
     if kind is str:
         return encode_string(value)
@@ -308,6 +318,8 @@ def _json_text(value: Any) -> str:
         return "true" if value else "false"
     if kind is int:
         return int.__repr__(value)
+    if fast and (kind is list or kind is dict):
+        return canonical_text_fast(value)
     return canonical_text_unchecked(value)
 
 
@@ -342,6 +354,28 @@ class CsvWriter:
                 for name, kind in self.columns
             ]
         )
+
+    def write_columns(self, columns: Sequence[Sequence[Any]]) -> None:
+        """Rows given column by column, in the table's column order; a ``json`` column as
+        the canonical texts of its values (``None`` for null)."""
+        cells = []
+        for (_, kind), values in zip(self.columns, columns, strict=True):
+            if kind == "json" or kind == "string":
+                # A text cell as _cell_text writes it, without the call where it is safe.
+                cells.append(
+                    [
+                        value
+                        if value.__class__ is str
+                        and value
+                        and value[0] not in FORMULA_STARTS
+                        and not value[0].isspace()
+                        else _cell_text(value, "string")
+                        for value in values
+                    ]
+                )
+            else:
+                cells.append([_cell_text(value, kind) for value in values])
+        self.writer.writerows(zip(*cells, strict=True))
 
     def close(self) -> None:
         self.text.flush()
@@ -387,6 +421,19 @@ class ParquetWriter:
         if self.count >= PARQUET_ROW_GROUP:
             self._flush()
 
+    def write_columns(self, columns: Sequence[list[Any]], count: int) -> None:
+        """``count`` rows given column by column (a ``json`` column as canonical texts),
+        cut into row groups at the same rows as :meth:`write_texts` would."""
+        start = 0
+        while start < count:
+            take = min(count - start, PARQUET_ROW_GROUP - self.count)
+            for buffer, values in zip(self.buffer, columns, strict=True):
+                buffer.extend(values[start : start + take])
+            self.count += take
+            start += take
+            if self.count >= PARQUET_ROW_GROUP:
+                self._flush()
+
     def _flush(self) -> None:
         import pyarrow as pa
 
@@ -421,7 +468,10 @@ class TableFiles:
         self.sorted_names = sorted(table.names)
         #: ``"name":`` of each column, in the JSONL line's (sorted) key order.
         self._keys = [(name, encode_string(name) + ":") for name in self.sorted_names]
+        self._json_names = [name for name, kind in table.columns if kind == "json"]
         self.rows = 0
+        self._pending: list[Mapping[str, Any]] = []
+        self._fast: list[bool] = []
         self.streams: list[IO[bytes]] = []
         self.writers: list[Any] = []
         for ext in TABLE_FORMATS:
@@ -429,21 +479,53 @@ class TableFiles:
             self.streams.append(stream)
             self.writers.append(_WRITERS[ext](stream, table))
 
-    def write(self, row: Mapping[str, Any]) -> None:
-        """Each value is serialized once: its canonical JSON text makes the JSONL line
-        (keys in sorted order, so the line is the row's canonical JSON) and is the CSV and
-        Parquet cell of a nested column. Rows hold JSON values (parsed JSON, string keys)."""
-        texts = {name: _json_text(row[name]) for name in self.table.names}
-        self.streams[0].write(
-            ("{" + ",".join([key + texts[name] for name, key in self._keys]) + "}\n").encode(
-                "utf-8"
-            )
-        )
-        self.writers[1].write_texts(row, texts)
-        self.writers[2].write_texts(row, texts)
-        self.rows += 1
+    def write(self, row: Mapping[str, Any], fast: bool = False) -> None:
+        """Add a row (written by batches of ``TABLE_BATCH``, column by column). Rows hold
+        JSON values (parsed JSON, string keys); ``fast``: every value of the row was parsed
+        by orjson or read from a typed column, none is NaN or infinite, so the compiled
+        encoder may write it (see :func:`_json_text`)."""
+        self._pending.append(row)
+        self._fast.append(fast)
+        if len(self._pending) >= TABLE_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the pending rows to the three files. Each nested value is serialized once
+        (its canonical text is the CSV and Parquet cell); a JSONL line is the row's
+        canonical JSON (keys in sorted order), from the compiled encoder for a fast row,
+        else assembled from each value's canonical text."""
+        rows, fasts = self._pending, self._fast
+        if not rows:
+            return
+        self._pending, self._fast = [], []
+        json_texts = {
+            name: [
+                None if row[name] is None else _json_text(row[name], fast)
+                for row, fast in zip(rows, fasts, strict=True)
+            ]
+            for name in self._json_names
+        }
+        names = self.table.names
+        lines = []
+        for row, fast in zip(rows, fasts, strict=True):
+            if fast:
+                lines.append(canonical_json_fast({name: row[name] for name in names}))
+            else:
+                texts = {name: _json_text(row[name]) for name in names}
+                line = "{" + ",".join([key + texts[name] for name, key in self._keys]) + "}"
+                lines.append(line.encode("utf-8"))
+        lines.append(b"")
+        self.streams[0].write(b"\n".join(lines))
+        columns = [
+            json_texts[name] if kind == "json" else [row[name] for row in rows]
+            for name, kind in self.table.columns
+        ]
+        self.writers[1].write_columns(columns)
+        self.writers[2].write_columns(columns, len(rows))
+        self.rows += len(rows)
 
     def close(self) -> None:
+        self._flush()
         for writer, stream in zip(self.writers, self.streams, strict=True):
             writer.close()
             stream.close()

@@ -15,6 +15,7 @@ saw when it started), so a release is one consistent state.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -31,7 +32,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import Exists, Max, OuterRef, QuerySet
+from django.db.models import Exists, Max, OuterRef, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from annotator.labelling.models import Label, LabelKind, SightVia
@@ -43,8 +45,10 @@ from audit.archive.models import CodebookUnit, Partition, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, UnitContent, record_body, unit_contents_of
 from audit.contract import CHECKER_VERSION
 from audit.contract.canonical import (
+    canonical_json_fast,
     canonical_json_unchecked,
     canonical_text_unchecked,
+    parse_json_fast,
     sha256_hex,
 )
 from audit.contract.codebook import Codebook, codebook_from_dict
@@ -221,12 +225,16 @@ _LABEL_FIELDS = (
     "unit_id",
     "kind",
     "revision",
-    "annotation",
-    "parents",
     "record_digest",
     "assisted_model",
     "created_at",
 )
+#: The JSON columns of a label, read as their stored text and parsed here (orjson where it
+#: may be, see :func:`_parsed`) rather than by the JSON field's ``json.loads``.
+_LABEL_TEXTS = {
+    "annotation_text": Cast("annotation", TextField()),
+    "parents_text": Cast("parents", TextField()),
+}
 _OUTCOME_FIELDS = rf.OUTCOMES.names
 
 
@@ -326,8 +334,13 @@ def bundle_write(
     directory: Path,
     withhold_texts: bool = False,
     on_progress: Callable[[int], None] | None = None,
+    reference: bool = False,
 ) -> Bundle:
-    """Write the whole bundle of ``study`` into ``directory`` (which must not exist)."""
+    """Write the whole bundle of ``study`` into ``directory`` (which must not exist).
+
+    ``reference``: parse and serialize every value with the standard library only (the
+    slow path the compiled one must match byte for byte; tests and ``bench/export.py``
+    build a bundle both ways and compare)."""
     study = Study.objects.select_related("codebook").get(pk=study.pk)
     rf.check_slug(study.slug, "study slug")
     rf.check_slug(name, "release name")
@@ -388,6 +401,10 @@ def bundle_write(
         )
         units = units_qs.order_by("digest").values(*UNIT_VALUES).iterator(chunk_size=CHUNK)
         reported = -1
+        # Every object alive before the build (Django, the codebook, pyarrow) out of the
+        # collector's reach: the millions of short-lived values a build makes would
+        # otherwise trigger full collections that scan them all, again and again.
+        gc.freeze()
         for chunk in _batches(units, CHUNK):
             _write_chunk(
                 study=study,
@@ -399,12 +416,14 @@ def bundle_write(
                 tables=tables,
                 tally=tally,
                 withheld=withheld,
+                reference=reference,
             )
             percent = min(99, tally.units * 100 // max(total_units, 1))
             if on_progress is not None and percent != reported:
                 on_progress(percent)
                 reported = percent
     finally:
+        gc.unfreeze()
         records.close()
         for table in tables.values():
             table.close()
@@ -529,15 +548,21 @@ def _write_chunk(
     tables: dict[str, rf.TableFiles],
     tally: _Tally,
     withheld: rf.Withheld,
+    reference: bool = False,
 ) -> None:
     contents = unit_contents_of(study=study, units=chunk)
     by_unit: dict[int, list[dict[str, Any]]] = {}
-    labels = Label.objects.filter(
-        unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff
-    ).values(*_LABEL_FIELDS)
+    labels = (
+        Label.objects.filter(unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff)
+        .annotate(**_LABEL_TEXTS)
+        .values(*_LABEL_FIELDS, *_LABEL_TEXTS)
+    )
     gold: dict[int, list[dict[str, Any]]] = {}
     for label in labels:
-        into = gold if label["kind"] == LabelKind.GOLD else by_unit
+        is_gold = label["kind"] == LabelKind.GOLD
+        # Gold labels are in no record line, so nothing checks their parse: the standard one.
+        _parsed(label, reference or is_gold)
+        into = gold if is_gold else by_unit
         into.setdefault(label["unit_id"], []).append(label)
     keys = dict(GoldItem.objects.filter(unit_id__in=list(gold)).values_list("unit_id", "key"))
     digests = [label["record_digest"] for rows in by_unit.values() for label in rows]
@@ -558,13 +583,15 @@ def _write_chunk(
             kind = label["kind"]
             tally.kinds[kind] += 1
             tally.saw(label["created_at"])
+            fast = label["fast"]
             if withhold_texts:
                 record = rf.withhold_record(record, withheld)
-                line = canonical_json_unchecked(record) + b"\n"
+                encode = canonical_json_fast if fast else canonical_json_unchecked
+                line = encode(record) + b"\n"
             annotation = record["annotation"]
             row = _label_row(label, annotation, unit, current, unit_kind, engine)
             if kind == LabelKind.INDEPENDENT:
-                tables["labels_independent"].write(row)
+                tables["labels_independent"].write(row, fast=fast)
                 tally.annotators[str(annotation.get("annotator"))] += 1
                 tally.current_independent += current
                 if _assisted_model(label) is None:
@@ -572,7 +599,7 @@ def _write_chunk(
                 else:
                     tally.assisted += 1
             else:
-                tables["labels_final"].write(row)
+                tables["labels_final"].write(row, fast=fast)
                 has_final = has_final or current
             records.write(line)
             outcome = outcomes.get(label["record_digest"])
@@ -614,6 +641,21 @@ def _write_gold(
         tally.saw(label["created_at"])
 
 
+def _parsed(label: dict[str, Any], reference: bool) -> None:
+    """Parse a fetched label's ``annotation`` and ``parents`` from their stored text.
+    ``label["fast"]``: both were parsed by orjson, so the compiled encoder may write them
+    (its output is then checked against the record digest, see :func:`_record_line`)."""
+    text = label["annotation_text"]
+    if reference:
+        label["annotation"], fast = json.loads(text), False
+        label["parents"] = json.loads(label["parents_text"])
+    else:
+        label["annotation"], fast = parse_json_fast(text)
+        label["parents"], fast_parents = parse_json_fast(label["parents_text"])
+        fast = fast and fast_parents
+    label["fast"] = fast
+
+
 def _record_line(
     study: Study, content: UnitContent, label: dict[str, Any]
 ) -> tuple[dict[str, Any], bytes]:
@@ -622,7 +664,29 @@ def _record_line(
     must be the stored record digest (else the archive changed under the label and the
     build stops), and the line is that text with ``record_digest`` set in its sorted
     place — right before the top-level ``"sampling"`` key, the last one of that name (no
-    source object has such a key)."""
+    source object has such a key).
+
+    A label parsed by orjson is serialized by orjson first: when those bytes hash to the
+    stored digest they are the canonical bytes the label was sealed with. When they do not
+    (a value orjson parses or writes otherwise, which the fallbacks of
+    :func:`canonical_json_fast` should leave none of), the label is parsed and serialized
+    again by the standard library, which decides."""
+    if label["fast"]:
+        record = record_body(
+            study=study, content=content, annotation=label["annotation"], parents=label["parents"]
+        )
+        data = canonical_json_fast(record)
+        digest = sha256_hex(data)
+        if digest == label["record_digest"]:
+            at = data.rfind(b',"sampling":')
+            record["record_digest"] = digest
+            line = b"".join(
+                (data[:at], b',"record_digest":"', digest.encode("ascii"), b'"', data[at:], b"\n")
+            )
+            return record, line
+        label["annotation"] = json.loads(label["annotation_text"])
+        label["parents"] = json.loads(label["parents_text"])
+        label["fast"] = False
     record = record_body(
         study=study, content=content, annotation=label["annotation"], parents=label["parents"]
     )

@@ -10,6 +10,7 @@ as they were before the fast paths; hypothesis compares the two on mutated objec
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,7 @@ from audit.contract.record import (
     PREDICATE_KEYS,
     _judgment,
     _tuple_annotation_fields,
+    _tuple_record_digest_fast,
     _tuple_record_text,
 )
 from audit.contract.structure import (
@@ -209,9 +211,9 @@ def _canonical_or_error(compute: Any) -> str:
         return f"error: {exc}"
 
 
-@SETTINGS
-@given(st.data())
-def test_tuple_record_text_is_the_canonical_body(data):
+def _varied_record(data: Any, samplings: Any) -> dict[str, Any]:
+    """A tuple record with mutated annotation and every stage-1-checked field varied within
+    what the checks accept (``samplings``: what ``sampling`` may be drawn from)."""
     record = make_record()
     draw = data.draw
     for _ in range(draw(st.integers(min_value=0, max_value=3))):
@@ -254,7 +256,7 @@ def test_tuple_record_text_is_the_canonical_body(data):
         if draw(st.booleans()):  # insertion order must not matter
             container[where] = dict(reversed(list(container[where].items())))
     if draw(st.booleans()):
-        record["sampling"] = draw(json_values)
+        record["sampling"] = draw(samplings)
     if draw(st.booleans()):
         record["parents"] = draw(st.lists(st.sampled_from(["0" * 64, "ab" * 32, "f" * 64])))
     if draw(st.booleans()):
@@ -266,6 +268,13 @@ def test_tuple_record_text_is_the_canonical_body(data):
         record["tuple_digest"] = draw(st.text())
     if draw(st.booleans()):  # insertion order must not matter
         record = dict(reversed(list(record.items())))
+    return record
+
+
+@SETTINGS
+@given(st.data())
+def test_tuple_record_text_is_the_canonical_body(data):
+    record = _varied_record(data, json_values)
     body = {key: value for key, value in record.items() if key != "record_digest"}
     expected = _canonical_or_error(lambda: canonical_json_unchecked(body).decode("utf-8"))
 
@@ -278,6 +287,35 @@ def test_tuple_record_text_is_the_canonical_body(data):
         return text_
 
     assert _canonical_or_error(assembled) == expected
+
+
+#: A sampling as stage 1 lets it through: null or {stratum, probability in (0, 1]}.
+samplings = st.none() | st.fixed_dictionaries(
+    {
+        "stratum": st.text(),
+        "inclusion_probability": st.floats(min_value=1e-9, max_value=1.0) | st.just(1),
+    }
+)
+
+
+@SETTINGS
+@given(st.data())
+def test_the_compiled_record_digest_is_the_canonical_one_or_none(data):
+    # The annotation is mutated freely (NaN, infinity, huge integers, odd keys, small
+    # floats, surrogates): the compiled digest is None or the canonical body's digest.
+    record = _varied_record(data, samplings)
+    body = {key: value for key, value in record.items() if key != "record_digest"}
+    expected = _canonical_or_error(lambda: canonical_json_unchecked(body).decode("utf-8"))
+    fast = _tuple_record_digest_fast(record)
+    if fast is not None:
+        assert not expected.startswith("error: ")
+        assert fast == hashlib.sha256(expected.encode("utf-8")).hexdigest()
+
+
+def test_the_compiled_record_digest_is_used_for_a_plain_record():
+    record = make_record()
+    assert _tuple_record_digest_fast(record) == record["record_digest"]
+    assert check_record(record, CODEBOOKS).ok
 
 
 # --- structural validators ---------------------------------------------------------------

@@ -150,3 +150,74 @@ def test_withholding_replaces_quotes_by_their_hash_and_counts():
     assert out["spans"]["I"][1] == query_span
     assert counter.quotes == 1
     assert annotation["spans"]["I"][0]["quote"] == "abc"  # the input is left alone
+
+
+# --- tables written column by column, as the per-row writers write them ---------------------
+
+_TRICKY = [
+    None,
+    "",
+    " =1+1",
+    "-3",
+    "@home",
+    "\tx",
+    "plain",
+    "é ☃ 💶 \u2028",
+    'quote " and \\ and , and\r\nnewline',
+]
+
+
+def _tricky_rows(count: int) -> list[dict]:
+    rows = []
+    for index in range(count):
+        pick = _TRICKY[index % len(_TRICKY)]
+        rows.append(
+            {
+                "record_digest": f"{index:064x}",
+                "kind": pick,
+                "revision": None if index % 7 == 0 else index - 3,
+                "current": [True, False, None][index % 3],
+                "parents": [] if index % 2 else [f"{index:064x}"],
+                "unit_digest": pick,
+                "partition": "train",
+                "annotator": pick,
+                "assisted_model": None,
+                "created_at": "2026-05-01T10:00:00Z",
+                "I": index % 2,
+                "A": None,
+                "M": 1,
+                "D": 0,
+                "passage_support": -1 if index % 5 == 0 else 1,
+                "source_role": pick,
+                "spans": None if index % 4 == 0 else {"I": [{"quote": pick, "start": -1}]},
+                "evidence": {"d_Q": [1e-05, 0.5, -0.0, 2**70, 1e22][index % 5]},
+                "rationale": pick,
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_tables_written_by_batches_are_the_per_row_writers_bytes(tmp_path, fast):
+    table = rf.label_table("labels_independent", "tuple")
+    rows = _tricky_rows(rf.TABLE_BATCH * 2 + rf.PARQUET_ROW_GROUP // 3 + 7)
+    batched = tmp_path / "batched"
+    batched.mkdir()
+    files = rf.TableFiles(batched, table)
+    for row in rows:
+        files.write(row, fast=fast)
+    files.close()
+
+    per_row = tmp_path / "per_row"
+    per_row.mkdir()
+    for ext in rf.TABLE_FORMATS:
+        with (per_row / f"{table.name}.{ext}").open("xb") as stream:
+            writer = rf._WRITERS[ext](stream, table)
+            for row in rows:
+                writer.write(row)
+            writer.close()
+
+    for ext in rf.TABLE_FORMATS:
+        name = f"{table.name}.{ext}"
+        assert (batched / name).read_bytes() == (per_row / name).read_bytes(), name
+    assert files.rows == len(rows)
