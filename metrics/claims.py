@@ -334,6 +334,12 @@ def _json(value: bool | None) -> str:
     return "null" if value is None else str(value).lower()
 
 
+def assessments(rows: Iterable[Assessment | Mapping[str, Any]]) -> list[Assessment]:
+    """Rows read once into :class:`Assessment` values: every function here takes them in
+    place of the rows, so that several tables of the same rows read them only once."""
+    return _assessments(rows)
+
+
 def _assessments(rows: Iterable[Assessment | Mapping[str, Any]]) -> list[Assessment]:
     if isinstance(rows, (str, bytes, Mapping, Assessment)):
         raise _invalid("rows", "an iterable of assessment rows", rows)

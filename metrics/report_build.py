@@ -327,9 +327,14 @@ def report_build(
     }
     report["estimates"] = estimates_build(inputs, n_boot=n_boot, seed=seed)
     if is_answer:
+        rows = list(inputs.claim_rows)
+        cohort = claim_cohort(rows)
         report["claim_metrics"] = {
-            "veriscore_cohort": claim_cohort(inputs.claim_rows),
-            "rows": list(inputs.claim_rows),
+            "veriscore_cohort": cohort,
+            "rows": rows,
+            # The tables of every row, computed once here (the page shows them unfiltered
+            # without computing them again per request).
+            "tables": claim_tables(rows, cohort=cohort, n_boot=n_boot),
             "awaiting_final": inputs.awaiting_final,
             "failed_attempts": inputs.failed_attempts,
         }
@@ -397,13 +402,14 @@ def claim_tables(
     ``cohort`` (:func:`claim_cohort` of the report's unfiltered rows) fixes VeriScore's K per
     domain, so that a filter never changes it; without it K is the median of ``rows``."""
     try:
+        parsed = claim_metrics.assessments(rows)  # read once for every table
         tables = {
-            "evaluate": claim_metrics.evaluate(rows),
-            "grouped": claim_metrics.grouped(rows),
-            "support_precision": claim_metrics.support_precision(rows),
-            "claim_counts": claim_metrics.claim_counts(rows),
-            "veriscore": claim_metrics.veriscore(rows, cohort=cohort),
-            "by_position": claim_metrics.support_by_position(rows),
+            "evaluate": claim_metrics.evaluate(parsed),
+            "grouped": claim_metrics.grouped(parsed),
+            "support_precision": claim_metrics.support_precision(parsed),
+            "claim_counts": claim_metrics.claim_counts(parsed),
+            "veriscore": claim_metrics.veriscore(parsed, cohort=cohort),
+            "by_position": claim_metrics.support_by_position(parsed),
             "error": None,
         }
     except claim_metrics.ClaimsInputError as exc:

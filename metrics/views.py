@@ -272,8 +272,9 @@ def study_reliability(request: HttpRequest, slug: str) -> HttpResponse:
         rows = list(metrics.get("rows") or [])
         chosen = _filtered(rows, filters)
         cohort = _cohort(metrics, rows)
+        stored = metrics.get("tables") if not filters else None
         claim_view = {
-            **claim_tables(chosen, cohort=cohort, n_boot=_resamples(data)),
+            **(stored or claim_tables(chosen, cohort=cohort, n_boot=_resamples(data))),
             "cohort": cohort,
             "cohort_state": metrics.get("veriscore_cohort_state") or {},
             "options": _options(rows),
@@ -577,7 +578,7 @@ def study_reliability_csv(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         metrics = data.get("claim_metrics") or {}
         rows = list(metrics.get("rows") or [])
-        tables = claim_tables(
+        tables = (metrics.get("tables") if not filters else None) or claim_tables(
             _filtered(rows, filters), cohort=_cohort(metrics, rows), n_boot=_resamples(data)
         )
         rows = _verdict_rows(tables) if table == "claim_verdicts" else _support_rows(tables)

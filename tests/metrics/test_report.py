@@ -24,6 +24,7 @@ from audit.ledger.services import gate_recompute
 from metrics.jobs import study_report_refresh
 from metrics.matrices import ClaimSpan, claims_match
 from metrics.models import ReportStatus, StudyReport
+from metrics.report_build import claim_tables
 from metrics.selectors import (
     labels_digest,
     latest_report,
@@ -178,6 +179,15 @@ def test_answer_claims_report_aligns_claims_and_counts_failed_attempts(db):
     cohort = metrics["veriscore_cohort"]
     assert sum(entry["answers"] for entry in cohort.values()) == 2
     assert set(cohort) <= {row["domain"] for row in rows}
+    # The tables of all rows are stored with the report, as the page would compute them,
+    # and the unfiltered page shows the stored ones.
+    n_boot = report["bootstrap"]["n_boot"]
+    assert metrics["tables"] == claim_tables(rows, cohort=cohort, n_boot=n_boot)
+    client = Client()
+    client.force_login(people["res"])
+    shown = client.get(f"/studies/{study.slug}/reliability/").context["claims"]
+    assert shown["evaluate"] == metrics["tables"]["evaluate"]
+    assert shown["by_position"] == metrics["tables"]["by_position"]
 
 
 def test_a_service_filter_never_changes_veriscore_k(db):
