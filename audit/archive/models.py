@@ -230,15 +230,30 @@ class Observation(models.Model):
 class Tuple(models.Model):
     """r = (q, u, a): the unit of the ``source-risk`` codebook."""
 
+    # A tuple's study, query, pipeline and answer are its observation's: on PostgreSQL one
+    # composite foreign key (tuple_observation_keys, audit 0021) checks all five columns
+    # against the observation, whose own keys check the rest, instead of five row checks.
     # No index of its own: tuple_unique_in_study (study, digest) leads with it.
     study = models.ForeignKey(
-        Study, on_delete=models.CASCADE, related_name="tuples", db_index=False
+        Study, on_delete=models.CASCADE, related_name="tuples", db_index=False, db_constraint=False
     )
-    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="tuples")
+    observation = models.ForeignKey(
+        Observation, on_delete=models.CASCADE, related_name="tuples", db_constraint=False
+    )
     digest = models.CharField(max_length=DIGEST_LENGTH)
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
-    pipeline = models.ForeignKey(Pipeline, on_delete=models.PROTECT, related_name="+")
-    answer = models.ForeignKey(AnswerSnapshot, on_delete=models.PROTECT, related_name="+")
+    query = models.ForeignKey(
+        Query, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
+    )
+    pipeline = models.ForeignKey(
+        Pipeline, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
+    )
+    answer = models.ForeignKey(
+        AnswerSnapshot,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
+    )
     source = models.ForeignKey(SourceSnapshot, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveSmallIntegerField(help_text="Order among the answer's sources.")
     sampling_stratum = models.CharField(max_length=200, null=True, blank=True)
@@ -283,9 +298,15 @@ class Unit(models.Model):
     with a free slot through an index instead of counting rows for every request.
     """
 
+    # A unit's study is its observation's: on PostgreSQL one composite foreign key
+    # (unit_observation_study, audit 0021) checks both columns against the observation.
     # No index of its own: unit_unique_in_study (study, digest) and unit_queue lead with it.
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="units", db_index=False)
-    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="units")
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="units", db_index=False, db_constraint=False
+    )
+    observation = models.ForeignKey(
+        Observation, on_delete=models.CASCADE, related_name="units", db_constraint=False
+    )
     baseline = models.ForeignKey(
         Observation,
         null=True,

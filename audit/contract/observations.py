@@ -478,16 +478,23 @@ def parse_observation_file(
     max_line_bytes: int = MAX_LINE_BYTES,
     max_lines: int = MAX_LINES,
     max_errors: int = MAX_ERRORS,
+    into: ObservationFile | None = None,
 ) -> ObservationFile:
     """Parse and check a whole observation file (bytes or a binary file object, read from
     its current position); see the module docstring for the rules.
 
     ``max_lines`` bounds the observations (the header is not counted); past it, one
     ``too_many_lines`` error is reported and the rest of the file is not read.
+
+    ``into``: an empty :class:`ObservationFile` to fill (and return), so that another
+    thread can take the good lines from ``observations`` while the parse goes on: the
+    lists only grow, by appends, and ``header``/``codebook`` are set once, from line 1.
     """
     stream = data if isinstance(data, HashingReader) else as_stream(data)
     with gc_paused():
-        return _parse_observation_file(stream, codebooks, max_line_bytes, max_lines, max_errors)
+        return _parse_observation_file(
+            stream, codebooks, max_line_bytes, max_lines, max_errors, into
+        )
 
 
 @contextmanager
@@ -517,8 +524,9 @@ def _parse_observation_file(
     max_line_bytes: int,
     max_lines: int,
     max_errors: int,
+    into: ObservationFile | None = None,
 ) -> ObservationFile:
-    result = ObservationFile(max_errors=max_errors)
+    result = ObservationFile(max_errors=max_errors) if into is None else into
     first_line_of: dict[str, tuple[int, int]] = {}
     # Read as it comes, so what depends on later lines waits for them: a blank line 1 is a
     # missing header only if something follows, and blank lines after the header are errors
