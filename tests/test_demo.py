@@ -106,3 +106,21 @@ def test_the_demo_settings_show_no_debug_pages():
     assert dev.CLAIMGATE_DEMO is True
     assert "whitenoise.middleware.WhiteNoiseMiddleware" in dev.MIDDLEWARE
     assert active.DEBUG is False
+
+
+def test_the_demo_protocol_setting_shows_table_ii_at_once(client):
+    load()
+    slugs = ("demo-protocol-documents", "demo-protocol-rubric", "demo-protocol-pairs")
+    for slug in slugs:
+        study = Study.objects.get(slug=slug)
+        # Every unit but the one the queue hands each annotator next has a final label.
+        assert study.units.filter(state="agreed").count() >= study.units.count() - 2
+    assert client.login(username="researcher", password="researcher-demo")
+    detail = client.get(reverse("study-detail", args=["demo-protocol-pairs"])).content.decode()
+    assert reverse("study-comparison", args=["demo-protocol-pairs"]) in detail
+    page = client.get(reverse("study-comparison", args=["demo-protocol-pairs"])).content.decode()
+    for slug in slugs:
+        assert slug in page
+    assert "NetGain = (N<sub>G</sub> − N<sub>B</sub>) / N" in page
+    assert "no final label decides" not in page
+    assert "no study of this protocol" not in page

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.adjudication.services import outcomes_process
 from annotator.labelling.models import Assignment, Label, LabelKind, QueueSeed
 from annotator.labelling.order import answer_pair_left_is_evaluated
 from annotator.labelling.selectors import unit_content
@@ -253,6 +254,10 @@ def seed_protocol_labels(study: Study, users: dict) -> int:
                 label = _stored_label(study, unit, annotation, [], assignment)
                 heads.setdefault(unit.pk, []).append(label)
             stored += 1
+    # The outcomes and agreement of the submitted labels now, not when a worker gets to
+    # them: the Table II page shows numbers as soon as the demo is loaded.
+    while outcomes_process(study_id=study.pk):
+        pass
     for unit_id, labels in heads.items():
         if len(labels) < 2:
             continue
