@@ -11,7 +11,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from annotator.adjudication.services import outcomes_process
@@ -157,9 +156,8 @@ def seed_labels(study: Study, users: dict) -> int:
     return stored
 
 
-def _protocol_annotation(study: Study, unit: Unit) -> dict[str, Any]:
+def _protocol_annotation(study: Study, content: UnitContent) -> dict[str, Any]:
     """The demo label of a protocol unit (fixtures/demo/protocol.py), as submitted."""
-    content = unit_content(unit=unit)
     i = protocol.query_number(content.query["id"])
     system = "evaluated" if content.pipeline["name"] == protocol.EVALUATED["name"] else "baseline"
     if study.codebook.unit == CodebookUnit.ANSWER_PAIR:
@@ -175,6 +173,7 @@ def _protocol_annotation(study: Study, unit: Unit) -> dict[str, Any]:
 def _stored_label(
     study: Study,
     unit: Unit,
+    content: UnitContent,
     annotation: dict[str, Any],
     parents: list[str],
     assignment: Assignment | None = None,
@@ -184,9 +183,7 @@ def _stored_label(
     ``same`` or ``baseline`` for the evaluated answer, with the ``sides`` the annotator
     saw beside it (what the page submits is left, same or right)."""
     kind = LabelKind.INDEPENDENT if assignment is not None else LabelKind.CONSENSUS
-    record = record_build(
-        study=study, content=unit_content(unit=unit), annotation=annotation, parents=parents
-    )
+    record = record_build(study=study, content=content, annotation=annotation, parents=parents)
     label = Label.objects.create(
         study=study,
         unit=unit,
@@ -201,75 +198,80 @@ def _stored_label(
     )
     if assignment is not None:
         Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
-        Unit.objects.filter(pk=unit.pk).update(
-            submitted_count=F("submitted_count") + 1, state=UnitState.PARTIALLY_LABELLED
-        )
     return label
 
 
 def seed_protocol_labels(study: Study, users: dict) -> int:
     """Agreeing labels by annotator1 and annotator2 on every unit of a protocol study but
-    the one the queue hands each of them next (as :func:`seed_labels`). Rubric labels go
-    through the submission service (their consensus follows from the agreement); pairwise
-    and query–document labels are written in the stored form with their consensus (the
-    pairwise form stores the evaluated/baseline preference the page never shows). Nothing
-    when the study already has labels. The number of labels stored."""
+    its last, which the queue hands each of them next. Each unit is given to both as the
+    queue would (a slot counted on the unit). Rubric labels go through the submission
+    service (their consensus follows from the agreement); pairwise and query–document
+    labels are written in the stored form with their consensus (the pairwise form stores
+    the evaluated/baseline preference the page never shows). Nothing when the study
+    already has labels. The number of labels stored."""
     if Label.objects.filter(study=study).exists():
         return 0
-    total = Unit.objects.filter(study=study).count()
     kind = study.codebook.unit
+    annotators = [users["annotator1"], users["annotator2"]]
+    seed = QueueSeed.objects.get_or_create(study=study)[0].seed
+    units = list(Unit.objects.filter(study=study).order_by("id"))[:-1]
     stored = 0
-    heads: dict[int, list[Label]] = {}
-    for username in ("annotator1", "annotator2"):
-        user = users[username]
-        for _ in range(total - 1):
-            assignment = assignment_next(study=study, annotator=user)
-            unit = assignment.unit
+    for number, unit in enumerate(units, start=1):
+        content = unit_content(unit=unit)
+        submitted = _protocol_annotation(study, content)
+        labels = []
+        for user in annotators:
+            assignment = Assignment.objects.create(
+                study=study, unit=unit, annotator=user, number=number
+            )
+            stored += 1
             if kind == CodebookUnit.ANSWER:
                 label_submit(
                     assignment=assignment,
-                    annotation=_protocol_annotation(study, unit),
+                    annotation=submitted,
                     client_submission_id=uuid.uuid5(
-                        uuid.NAMESPACE_URL, f"demo:{unit.digest}:{username}"
+                        uuid.NAMESPACE_URL, f"demo:{unit.digest}:{user.username}"
                     ),
                     parent_digest=None,
                 )
-            else:
-                annotation = {
-                    "kind": LabelKind.INDEPENDENT.value,
-                    "annotator": pseudonym_of_user_id(study=study, user_id=user.pk),
-                    **_protocol_annotation(study, unit),
-                    "rationale": None,
-                    "assisted": None,
+                continue
+            annotation = {
+                "kind": LabelKind.INDEPENDENT.value,
+                "annotator": pseudonym_of_user_id(study=study, user_id=user.pk),
+                **submitted,
+                "rationale": None,
+                "assisted": None,
+            }
+            if kind == CodebookUnit.ANSWER_PAIR:
+                left = answer_pair_left_is_evaluated(
+                    seed=seed, annotator_id=user.pk, unit_id=unit.pk
+                )
+                annotation["sides"] = {
+                    "left": "answer" if left else "baseline",
+                    "right": "baseline" if left else "answer",
                 }
-                if kind == CodebookUnit.ANSWER_PAIR:
-                    seed = QueueSeed.objects.get(study=study).seed
-                    left = answer_pair_left_is_evaluated(
-                        seed=seed, annotator_id=user.pk, unit_id=unit.pk
-                    )
-                    annotation["sides"] = {
-                        "left": "answer" if left else "baseline",
-                        "right": "baseline" if left else "answer",
-                    }
-                label = _stored_label(study, unit, annotation, [], assignment)
-                heads.setdefault(unit.pk, []).append(label)
-            stored += 1
+            labels.append(_stored_label(study, unit, content, annotation, [], assignment))
+        if labels:
+            consensus = {
+                "kind": LabelKind.CONSENSUS.value,
+                "annotator": "consensus",
+                **submitted,
+                "rationale": None,
+                "assisted": None,
+            }
+            parents = sorted(label.record_digest for label in labels)
+            _stored_label(study, unit, content, consensus, parents)
+            Unit.objects.filter(pk=unit.pk).update(
+                assigned_count=len(annotators),
+                submitted_count=len(annotators),
+                state=UnitState.AGREED,
+            )
+        else:
+            Unit.objects.filter(pk=unit.pk).update(assigned_count=len(annotators))
     # The outcomes and agreement of the submitted labels now, not when a worker gets to
     # them: the Table II page shows numbers as soon as the demo is loaded.
     while outcomes_process(study_id=study.pk):
         pass
-    for unit_id, labels in heads.items():
-        if len(labels) < 2:
-            continue
-        unit = Unit.objects.get(pk=unit_id)
-        consensus = {
-            **{k: v for k, v in labels[0].annotation.items() if k != "sides"},
-            "kind": LabelKind.CONSENSUS.value,
-            "annotator": "consensus",
-        }
-        parents = sorted(label.record_digest for label in labels)
-        _stored_label(study, unit, consensus, parents)
-        Unit.objects.filter(pk=unit_id).update(state=UnitState.AGREED)
     return stored
 
 
@@ -345,7 +347,7 @@ class Command(BaseCommand):
                     if seeded:
                         self.stdout.write(
                             f"study {slug}: {seeded} labels by annotator1 and annotator2, "
-                            "agreeing, on every unit but the one the queue hands each next"
+                            "agreeing, on every unit but the last, which the queue hands out next"
                         )
                 if slug == SEEDED_STUDY and options["labels"]:
                     seeded = seed_labels(study, users)
