@@ -74,6 +74,7 @@ def _label_all(study, system_of, annotation_of) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=50_000)
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top 25")
     args = parser.parse_args(argv)
 
     from bench._db import throwaway_database
@@ -145,12 +146,22 @@ def main(argv: list[str] | None = None) -> int:
             timings[name] = time.perf_counter() - started
 
         study = Study.objects.select_related("codebook").get(pk=studies["pairs"].pk)
-        tracemalloc.start()
+        if args.profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+            ps.comparison_fetch(ps.protocol_setting(study), evaluated, baseline)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
         started = time.perf_counter()
         with CaptureQueriesContext(connection) as queries:
             setting = ps.protocol_setting(study)
             table = ps.comparison_fetch(setting, evaluated, baseline)
         whole_s = time.perf_counter() - started
+        tracemalloc.start()  # a second run for the memory alone (tracemalloc slows Python)
+        ps.comparison_fetch(ps.protocol_setting(study), evaluated, baseline)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         vendor = connection.vendor

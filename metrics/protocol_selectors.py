@@ -460,40 +460,45 @@ def protocol_setting(study: Study) -> Setting | None:
     return Setting(study, protocol, studies, pipelines, pairs)
 
 
-def _side(study: Study | None, protocol: str, pipeline: int, reading: Reading) -> Side | None:
-    if study is None:
-        return None
-    side = Side()
+def _sides(
+    study: Study, protocol: str, evaluated: int, baseline: int, reading: Reading
+) -> dict[int, Side]:
+    """Both pipelines' :class:`Side` of one study, in one pass over its final labels."""
+    sides = {evaluated: Side(), baseline: Side()}
     if protocol == RUBRIC:
-        for unit, passed in rubric_passes(study, reading, pipelines=[pipeline]):
-            side.add_answer(unit.query, passed)
+        for unit, passed in rubric_passes(study, reading, pipelines=list(sides)):
+            sides[unit.pipeline].add_answer(unit.query, passed)
     else:
-        for unit, a, a_revised in query_document_grades(study, reading, pipelines=[pipeline]):
-            side.add_documents(unit.query, a, a_revised)
-    return side
+        rows = query_document_grades(study, reading, pipelines=list(sides))
+        for unit, a, a_revised in rows:
+            sides[unit.pipeline].add_documents(unit.query, a, a_revised)
+    return sides
 
 
 def comparison_fetch(
     setting: Setting, evaluated: int, baseline: int, *, seed: int = SEED, n_boot: int = N_BOOT
 ) -> dict[str, Any]:
     """Table II (metrics.comparison.compare) for pipeline ``evaluated`` against
-    ``baseline`` in ``setting``, with what each study's reading withheld or still awaits."""
+    ``baseline`` in ``setting``, with what each study's reading withheld or still awaits
+    (both pipelines' units together)."""
     sides: dict[str, dict[str, Side | None]] = {"evaluated": {}, "baseline": {}}
     readings: dict[str, dict[str, int]] = {}
     for protocol in (RUBRIC, DOCUMENTS):
         study = setting.studies[protocol]
-        for role, pipeline in (("evaluated", evaluated), ("baseline", baseline)):
-            reading = Reading()
-            sides[role][protocol] = _side(study, protocol, pipeline, reading)
-            if study is not None:
-                readings[f"{protocol}:{role}"] = vars(reading)
+        if study is None:
+            sides["evaluated"][protocol] = sides["baseline"][protocol] = None
+            continue
+        reading = Reading()
+        both = _sides(study, protocol, evaluated, baseline, reading)
+        sides["evaluated"][protocol], sides["baseline"][protocol] = both[evaluated], both[baseline]
+        readings[protocol] = vars(reading)
     pairwise = None
     pair_study = setting.studies[PAIRWISE]
     unmapped = 0
     if pair_study is not None:
         counts = pairwise_counts(pair_study, evaluated, baseline)
         pairwise = Pairwise(counts.judgments, counts.queries, counts.reading.awaiting_final)
-        readings[f"{PAIRWISE}:pairs"] = vars(counts.reading)
+        readings[PAIRWISE] = vars(counts.reading)
         unmapped = counts.unmapped
     result = compare(sides["evaluated"], sides["baseline"], pairwise, seed=seed, n_boot=n_boot)
     names = {p.pk: f"{p.name} {p.version}" for p in setting.pipelines}
