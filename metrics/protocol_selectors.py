@@ -1,151 +1,552 @@
-"""Reads for seed 002's pairwise protocol: the Good/Same/Bad counts of a study's answer
-pairs from their final labels, and each annotator's side picks for the position-bias check.
-Fixed number of queries; the computations are metrics.protocol (``net_gain``,
-``net_gain_bootstrap``) and metrics.position_bias (``left_shares``).
+"""Seed 002's protocol metrics from stored labels: reads that feed metrics.protocol and
+metrics.comparison (thin: database to plain values, the computing is pure).
 
-A pair's stored label speaks of roles (audit.contract.sides): the codebook's side field
-(a choice whose codes include left and right; the first one, for a codebook with several)
-holds ``answer`` when the evaluated answer was judged better (Good), ``baseline`` when the
-baseline's was (Bad), ``same`` (Same); any other value, and U, is counted apart.
+Which labels: each unit's **final record** as everywhere else (metrics.selectors
+``_final_annotations``: the latest adjudicated label, else the latest consensus label while
+the unit is agreed), of units outside the partitions sealed at reading time (the held-out
+test partition until the study is frozen). A unit without a final record is counted as
+awaiting one, never guessed.
 
-Which labels: each unit's **final record** — its latest adjudicated label, else its latest
-consensus label while the unit is agreed; a unit with neither is *awaiting*. Units in a
-partition that is sealed now (the held-out test partition until the study is frozen) are
-left out, as in every other metric.
+Streaming: units are read in keyset chunks of :data:`CHUNK` (by id), and each chunk's final
+records by a range of unit ids, so a study of 10⁵ units takes 2 queries per chunk (plus a
+few fixed ones) and only one chunk's labels are in memory; what is kept across chunks is a
+few counts per query (metrics.comparison.Side) or one judgment per pair.
+
+The three protocols, recognised by a codebook's shape (never by its name):
+
+* **rubric** — an ``answer`` codebook of fields with a derived ``min`` value: pass per
+  answer by :func:`metrics.protocol.answer_pass` with the derived value's threshold;
+* **query_documents** — a ``query_documents`` codebook with a grade placed on documents:
+  a(q, d) is that grade; the trust dimensions are read from the fields coded
+  ``authority``, ``domain_alignment``, ``producer_profile``, ``content_time`` and ``info``;
+  the set-level ``links`` field gives contradictions and the ``groups`` field redundancy;
+  a′ by :func:`metrics.protocol.revised_grades`. The archive records no expiry boundary
+  per query, so W_temp does not apply (content time is kept, not scored);
+* **pairwise** — an ``answer_pair`` codebook with a choice field: the stored preference is
+  ``answer`` (the evaluated system's answer is better: G), ``same`` (S) or ``baseline``
+  (B). A value ``left``/``right`` is mapped through the ``sides`` the annotation stores
+  beside it (``{"left": "answer", "right": "baseline"}``); one that cannot be mapped is
+  counted as ``unmapped``.
+
+A **study setting** (Table II compares within one): the protocol studies whose units ask
+the same set of archived queries (the same query keys). A study's setting holds at most
+one study per protocol: itself for its own protocol, the most recent matching study for the
+others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass
+import hashlib
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from django.db.models import Count
+from django.db.models.fields.json import KeyTransform
 
 from annotator.labelling.models import Label, LabelKind
-from audit.archive.models import CodebookUnit, Study, Unit, UnitState
+from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, Study, Unit
 from audit.contract.codebook import codebook_from_dict
 from audit.contract.fields import side_fields
 from audit.contract.sides import picked_side
-from audit.partitions.selectors import PARTITION_KEYS, partition_sealed
+from audit.partitions.selectors import UNASSIGNED
+from metrics.comparison import Pairwise, Side, compare
 from metrics.position_bias import LeftShare, left_shares
+from metrics.protocol import (
+    Contradiction,
+    Document,
+    NetGain,
+    PassRate,
+    ProtocolInputError,
+    QueryAccuracy,
+    RedundancyGroup,
+    Usability,
+    accuracy_qd,
+    answer_pass,
+    net_gain_bootstrap,
+    pass_rate,
+    revised_grades,
+    usability,
+)
+from metrics.selectors import _final_annotations, sealed_partitions
 
-#: Stored side-field values and what they are for the evaluated system.
-JUDGMENT_OF = {"answer": "G", "same": "S", "baseline": "B"}
+RUBRIC = "rubric"
+DOCUMENTS = "query_documents"
+PAIRWISE = "pairwise"
+PROTOCOLS = (DOCUMENTS, RUBRIC, PAIRWISE)
+PROTOCOL_LABELS = {
+    RUBRIC: "Answer rubric (PassR)",
+    DOCUMENTS: "Query–document grades (Acc_qd, Usable_q, HighQ_q)",
+    PAIRWISE: "Pairwise side by side (NetGain)",
+}
+#: Units per keyset chunk (and per read of final records).
+CHUNK = 5_000
+#: Bootstrap resamples and seed of the comparison's intervals (reproducible).
+N_BOOT = 1000
+SEED = 2002
+#: Stored pairwise preferences -> the judgment for the evaluated system.
+PREFERENCE_JUDGMENTS = {"answer": "G", "same": "S", "baseline": "B"}
+
+
+class ProtocolDataError(ValueError):
+    """A stored final label the protocol cannot read; the message names the unit."""
+
+
+# --- the codebook's protocol ----------------------------------------------------------------
+
+
+def _fields(definition: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in definition.get("fields") or () if isinstance(f, dict)]
+
+
+def protocol_of(codebook: Codebook) -> str | None:
+    """``rubric``, ``query_documents``, ``pairwise`` or ``None`` (not a protocol codebook)."""
+    definition = codebook.definition or {}
+    if definition.get("format_version") != 2:
+        return None
+    fields = _fields(definition)
+    if codebook.unit == CodebookUnit.ANSWER and _min_rule(definition) is not None:
+        return RUBRIC
+    if codebook.unit == CodebookUnit.QUERY_DOCUMENTS and _document_grade(fields):
+        return DOCUMENTS
+    if codebook.unit == CodebookUnit.ANSWER_PAIR and _preference(fields):
+        return PAIRWISE
+    return None
+
+
+def _min_rule(definition: dict[str, Any]) -> dict[str, Any] | None:
+    for derived in definition.get("derived") or ():
+        if isinstance(derived, dict) and derived.get("rule") == "min":
+            return derived
+    return None
+
+
+def _document_grade(fields: list[dict[str, Any]]) -> str | None:
+    grades = [f for f in fields if f.get("type") == "grade" and f.get("placement") == "document"]
+    codes = [f["code"] for f in grades]
+    return "support" if "support" in codes else (codes[0] if codes else None)
+
+
+def _preference(fields: list[dict[str, Any]]) -> str | None:
+    choices = [f["code"] for f in fields if f.get("type") == "choice"]
+    return "preference" if "preference" in choices else (choices[0] if choices else None)
+
+
+def _field_of_type(fields: list[dict[str, Any]], kind: str) -> str | None:
+    return next((f["code"] for f in fields if f.get("type") == kind), None)
+
+
+# --- streaming units with their final records -----------------------------------------------
 
 
 @dataclass(frozen=True)
+class UnitRow:
+    id: int
+    digest: str
+    pipeline: int
+    baseline: int | None
+    query: str
+
+
+@dataclass
+class Reading:
+    """What a stream read besides the values: units withheld (sealed partitions) and units
+    that have no final record yet."""
+
+    units: int = 0
+    withheld: int = 0
+    awaiting_final: int = 0
+
+
+def _final_stream(
+    study: Study,
+    part: Any,
+    reading: Reading,
+    *,
+    pipelines: Sequence[int] | None = None,
+    baseline: int | None = None,
+) -> Iterator[tuple[UnitRow, Any]]:
+    """(unit, final annotation part) of every unit of ``study`` with a final record, in id
+    order, outside the sealed partitions; ``pipelines`` keeps units whose (evaluated)
+    observation's pipeline is one of them, ``baseline`` answer pairs whose baseline's
+    pipeline is that one."""
+    sealed = set(sealed_partitions(study))
+    units = Unit.objects.filter(study=study)
+    if pipelines is not None:
+        units = units.filter(observation__pipeline_id__in=list(pipelines))
+    if baseline is not None:
+        units = units.filter(baseline__pipeline_id=baseline)
+    columns = (
+        "id",
+        "state",
+        "partition",
+        "digest",
+        "observation__pipeline_id",
+        "baseline__pipeline_id",
+        "observation__query__key",
+    )
+    last = 0
+    while True:
+        chunk = list(units.filter(id__gt=last).order_by("id").values_list(*columns)[:CHUNK])
+        if not chunk:
+            return
+        last = chunk[-1][0]
+        kept = [row for row in chunk if (row[2] or UNASSIGNED) not in sealed]
+        reading.withheld += len(chunk) - len(kept)
+        reading.units += len(kept)
+        if not kept:
+            continue
+        states = {row[0]: row[1] for row in kept}
+        finals = _final_annotations(study, states, part, unit_range=(kept[0][0], kept[-1][0]))
+        for pk, _, _, digest, pipeline, baseline, query in kept:
+            final = finals.get(pk)
+            if final is None:
+                reading.awaiting_final += 1
+                continue
+            yield UnitRow(pk, digest, pipeline, baseline, query), final[1]
+
+
+# --- answer rubric ----------------------------------------------------------------------------
+
+
+def _rubric_rule(study: Study) -> tuple[tuple[str, ...], int]:
+    rule = _min_rule(study.codebook.definition or {})
+    if rule is None:
+        raise ProtocolDataError(f"study {study.slug}: its codebook has no derived min value")
+    return tuple(rule.get("inputs") or ()), int(rule.get("threshold") or 1)
+
+
+def rubric_passes(
+    study: Study, reading: Reading | None = None, *, pipelines: Sequence[int] | None = None
+) -> Iterator[tuple[UnitRow, bool | None]]:
+    """(unit, pass) of each answer with a final label: ``True``, ``False`` or ``None``."""
+    inputs, threshold = _rubric_rule(study)
+    reading = reading if reading is not None else Reading()
+    values = KeyTransform("values", "annotation")
+    for unit, final in _final_stream(study, values, reading, pipelines=pipelines):
+        final = final or {}
+        try:
+            passed = answer_pass([final.get(code) for code in inputs], threshold=threshold)
+        except ProtocolInputError as exc:
+            raise ProtocolDataError(f"unit {unit.digest[:12]}: {exc}") from None
+        yield unit, passed
+
+
+def pass_rates(study: Study) -> dict[int, PassRate]:
+    """PassR per pipeline (numerator, denominator, unknowns) from the final labels."""
+    passes: dict[int, list[bool | None]] = {}
+    for unit, passed in rubric_passes(study):
+        passes.setdefault(unit.pipeline, []).append(passed)
+    return {pipeline: pass_rate(values) for pipeline, values in sorted(passes.items())}
+
+
+# --- query–document grades ------------------------------------------------------------------
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    return int(value)
+
+
+def _date_or_none(value: Any) -> date | None:
+    return date.fromisoformat(value) if isinstance(value, str) and value else None
+
+
+def documents_of(annotation: dict[str, Any], grade: str) -> list[Document]:
+    """A query_documents annotation's documents as :class:`metrics.protocol.Document`
+    (ids are positions from 0). A codebook without an ``authority`` field does not assess
+    source trust: the source dimension then counts as satisfied."""
+    out = []
+    for i, entry in enumerate(annotation.get("documents") or ()):
+        values = (entry or {}).get("values") or {}
+        authority = _int_or_none(values.get("authority"))
+        out.append(
+            Document(
+                id=i,
+                grade=values.get(grade),
+                authority=3 if authority is None else authority,
+                domain_alignment=values.get("domain_alignment"),
+                producer_profile=_int_or_none(values.get("producer_profile")),
+                content_time=_date_or_none(values.get("content_time")),
+                expiry_boundary=None,
+                info=_int_or_none(values.get("info")),
+            )
+        )
+    return out
+
+
+def query_document_grades(
+    study: Study, reading: Reading | None = None, *, pipelines: Sequence[int] | None = None
+) -> Iterator[tuple[UnitRow, tuple[int | None, ...], tuple[int | None, ...]]]:
+    """(unit, a(q, d) after trust, a′(q, d)) of each query_documents unit with a final
+    label, documents in rank order."""
+    fields = _fields(study.codebook.definition or {})
+    grade = _document_grade(fields)
+    if grade is None:
+        raise ProtocolDataError(f"study {study.slug}: its codebook has no document grade")
+    links, groups = _field_of_type(fields, "links"), _field_of_type(fields, "groups")
+    reading = reading if reading is not None else Reading()
+    for unit, annotation in _final_stream(study, "annotation", reading, pipelines=pipelines):
+        annotation = annotation or {}
+        values = annotation.get("values") or {}
+        try:
+            documents = documents_of(annotation, grade)
+            contradictions = [
+                Contradiction(link["document"], link["by"])
+                for link in (values.get(links) if links else None) or ()
+            ]
+            redundancy = [
+                RedundancyGroup(group["representative"], tuple(group["members"]))
+                for group in (values.get(groups) if groups else None) or ()
+            ]
+            revised = revised_grades(documents, contradictions, redundancy)
+        except (ProtocolInputError, KeyError, TypeError, ValueError) as exc:
+            raise ProtocolDataError(f"unit {unit.digest[:12]}: {exc}") from None
+        yield unit, revised.grades, revised.revised
+
+
+@dataclass(frozen=True)
+class DocumentMetrics:
+    """Acc_qd and Usable_q/HighQ_q of one pipeline (queries with no documents apart)."""
+
+    accuracy: QueryAccuracy
+    usability: Usability
+
+
+def document_metrics(study: Study) -> dict[int, DocumentMetrics]:
+    """Per pipeline: Acc_qd (macro over its queries), e(q) per query, Usable_q, HighQ_q,
+    each with counts, from the final labels."""
+    grades: dict[int, list[tuple[int | None, ...]]] = {}
+    revised: dict[int, list[tuple[int | None, ...]]] = {}
+    for unit, a, a_revised in query_document_grades(study):
+        grades.setdefault(unit.pipeline, []).append(a)
+        revised.setdefault(unit.pipeline, []).append(a_revised)
+    return {
+        pipeline: DocumentMetrics(accuracy_qd(grades[pipeline]), usability(revised[pipeline]))
+        for pipeline in sorted(grades)
+    }
+
+
+# --- pairwise -------------------------------------------------------------------------------
+
+
+def judgment_of(annotation: dict[str, Any], field_code: str = "preference") -> str | None:
+    """G, S or B from a stored answer_pair annotation, ``None`` when it cannot be mapped."""
+    values = annotation.get("values") or {}
+    preference = values.get(field_code)
+    if preference in PREFERENCE_JUDGMENTS:
+        return PREFERENCE_JUDGMENTS[preference]
+    sides = annotation.get("sides") or values.get("sides") or {}
+    if preference in ("left", "right") and isinstance(sides, dict):
+        return PREFERENCE_JUDGMENTS.get(sides.get(preference))
+    return None
+
+
+@dataclass
 class PairwiseCounts:
-    """The pairwise outcome of a study (or of one evaluated pipeline in it).
+    """G/S/B of the pairs (evaluated, baseline) with a final label; ``judgments`` and
+    ``queries`` (one per pair, in unit order) are what the clustered bootstrap resamples."""
 
-    ``good``, ``same``, ``bad``: N_G, N_S, N_B for :func:`metrics.protocol.net_gain`.
-    ``judgments`` (``"G"``/``"S"``/``"B"``, one per judged pair, in unit order) and
-    ``clusters`` (the query id of each, the same length) are the inputs of
-    :func:`metrics.protocol.net_gain_bootstrap`. ``awaiting``: units without a final record
-    yet; ``other``: final records whose value is neither (U, or another code). ``field``:
-    the side field read (``None`` when the codebook has none: everything is zero).
-    ``pipeline`` and ``baseline``: the filters applied (``None``: every pipeline)."""
+    evaluated: int
+    baseline: int
+    good: int = 0
+    same: int = 0
+    bad: int = 0
+    unmapped: int = 0
+    judgments: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    reading: Reading = field(default_factory=Reading)
 
-    good: int
-    same: int
-    bad: int
-    judgments: tuple[str, ...]
-    clusters: tuple[str, ...]
-    awaiting: int
-    other: int
-    field: str | None
-    pipeline: str | None
-    baseline: str | None
+    def net_gain(self, *, seed: int = SEED, n_boot: int = N_BOOT) -> NetGain:
+        """NetGain with the bootstrap clustered by query (the normal interval is
+        :func:`metrics.protocol.net_gain` on ``good``, ``same``, ``bad``)."""
+        return net_gain_bootstrap(self.judgments, self.queries, seed=seed, n_boot=n_boot)
 
-    @property
-    def n(self) -> int:
-        return self.good + self.same + self.bad
+
+def pairwise_counts(study: Study, evaluated: int, baseline: int) -> PairwiseCounts:
+    """G/S/B for pipeline ``evaluated`` against pipeline ``baseline`` (ids) from the final
+    labels of the study's answer_pair units whose evaluated answer is ``evaluated``'s and
+    whose baseline is ``baseline``'s."""
+    code = _preference(_fields(study.codebook.definition or {})) or "preference"
+    counts = PairwiseCounts(evaluated, baseline)
+    stream = _final_stream(
+        study, "annotation", counts.reading, pipelines=[evaluated], baseline=baseline
+    )
+    for unit, annotation in stream:
+        judgment = judgment_of(annotation or {}, code)
+        if judgment is None:
+            counts.unmapped += 1
+            continue
+        counts.judgments.append(judgment)
+        counts.queries.append(unit.query)
+        if judgment == "G":
+            counts.good += 1
+        elif judgment == "S":
+            counts.same += 1
+        else:
+            counts.bad += 1
+    return counts
+
+
+def pipeline_pairs(study: Study) -> list[tuple[int, int, int]]:
+    """(evaluated pipeline, baseline pipeline, units) of an answer_pair study, most first."""
+    rows = (
+        Unit.objects.filter(study=study, baseline__isnull=False)
+        .values_list("observation__pipeline_id", "baseline__pipeline_id")
+        .annotate(n=Count("id"))
+        .order_by("-n", "observation__pipeline_id", "baseline__pipeline_id")
+    )
+    return [(a, b, n) for a, b, n in rows]
+
+
+# --- the setting and the comparison ---------------------------------------------------------
+
+
+def _query_set_digest(study: Study) -> str:
+    keys = (
+        Observation.objects.filter(study=study)
+        .order_by("query__key")
+        .values_list("query__key", flat=True)
+        .distinct()
+    )
+    digest = hashlib.sha256()
+    for key in keys.iterator(chunk_size=CHUNK):
+        digest.update(key.encode() + b"\n")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A study's protocol setting: one study per protocol (``None`` where the setting has
+    none), the pipelines answering in it, and the pairs of the pairwise study."""
+
+    study: Study
+    protocol: str
+    studies: dict[str, Study | None]
+    pipelines: list[Pipeline]
+    pairs: list[tuple[int, int, int]]
+
+
+def protocol_setting(study: Study) -> Setting | None:
+    """The setting of a protocol study (``None`` for a study of another codebook)."""
+    protocol = protocol_of(study.codebook)
+    if protocol is None:
+        return None
+    mine = _query_set_digest(study)
+    studies: dict[str, Study | None] = dict.fromkeys(PROTOCOLS)
+    studies[protocol] = study
+    units = (CodebookUnit.ANSWER, CodebookUnit.QUERY_DOCUMENTS, CodebookUnit.ANSWER_PAIR)
+    candidates = (
+        Study.objects.filter(codebook__unit__in=units)
+        .exclude(pk=study.pk)
+        .select_related("codebook")
+        .order_by("-id")
+    )
+    for other in candidates:
+        kind = protocol_of(other.codebook)
+        if kind is None or studies[kind] is not None:
+            continue
+        if _query_set_digest(other) == mine:
+            studies[kind] = other
+    present = [s.pk for s in studies.values() if s is not None]
+    pipeline_ids = set(
+        Observation.objects.filter(study_id__in=present)
+        .order_by()
+        .values_list("pipeline_id", flat=True)
+        .distinct()
+    )
+    pipelines = list(Pipeline.objects.filter(pk__in=pipeline_ids).order_by("name", "version"))
+    pair_study = studies[PAIRWISE]
+    pairs = pipeline_pairs(pair_study) if pair_study is not None else []
+    return Setting(study, protocol, studies, pipelines, pairs)
+
+
+def _sides(
+    study: Study, protocol: str, evaluated: int, baseline: int, reading: Reading
+) -> dict[int, Side]:
+    """Both pipelines' :class:`Side` of one study, in one pass over its final labels."""
+    sides = {evaluated: Side(), baseline: Side()}
+    if protocol == RUBRIC:
+        for unit, passed in rubric_passes(study, reading, pipelines=list(sides)):
+            sides[unit.pipeline].add_answer(unit.query, passed)
+    else:
+        rows = query_document_grades(study, reading, pipelines=list(sides))
+        for unit, a, a_revised in rows:
+            sides[unit.pipeline].add_documents(unit.query, a, a_revised)
+    return sides
+
+
+def comparison_fetch(
+    setting: Setting, evaluated: int, baseline: int, *, seed: int = SEED, n_boot: int = N_BOOT
+) -> dict[str, Any]:
+    """Table II (metrics.comparison.compare) for pipeline ``evaluated`` against
+    ``baseline`` in ``setting``, with what each study's reading withheld or still awaits
+    (both pipelines' units together)."""
+    sides: dict[str, dict[str, Side | None]] = {"evaluated": {}, "baseline": {}}
+    readings: dict[str, dict[str, int]] = {}
+    for protocol in (RUBRIC, DOCUMENTS):
+        study = setting.studies[protocol]
+        if study is None:
+            sides["evaluated"][protocol] = sides["baseline"][protocol] = None
+            continue
+        reading = Reading()
+        both = _sides(study, protocol, evaluated, baseline, reading)
+        sides["evaluated"][protocol], sides["baseline"][protocol] = both[evaluated], both[baseline]
+        readings[protocol] = vars(reading)
+    pairwise = None
+    pair_study = setting.studies[PAIRWISE]
+    unmapped = 0
+    if pair_study is not None:
+        counts = pairwise_counts(pair_study, evaluated, baseline)
+        pairwise = Pairwise(counts.judgments, counts.queries, counts.reading.awaiting_final)
+        readings[PAIRWISE] = vars(counts.reading)
+        unmapped = counts.unmapped
+    result = compare(sides["evaluated"], sides["baseline"], pairwise, seed=seed, n_boot=n_boot)
+    names = {p.pk: f"{p.name} {p.version}" for p in setting.pipelines}
+    result.update(
+        evaluated={"id": evaluated, "name": names.get(evaluated, str(evaluated))},
+        baseline={"id": baseline, "name": names.get(baseline, str(baseline))},
+        studies={k: (s.slug if s is not None else None) for k, s in setting.studies.items()},
+        readings=readings,
+        unmapped_pairs=unmapped,
+    )
+    return result
+
+
+def comparisons_for_release(study: Study) -> dict[str, Any] | None:
+    """The comparisons a release of ``study`` carries: one per (evaluated, baseline) pair
+    of the setting's pairwise study, or ``None`` when the study is no protocol study or its
+    setting has no pairwise study (nothing says which pipeline is whose baseline)."""
+    setting = protocol_setting(study)
+    if setting is None or not setting.pairs:
+        return None
+    return {
+        "format": 1,
+        "study": study.slug,
+        "setting": {k: (s.slug if s is not None else None) for k, s in setting.studies.items()},
+        "comparisons": [comparison_fetch(setting, a, b) for a, b, _ in setting.pairs],
+    }
 
 
 def _side_field(study: Study) -> str | None:
+    """The codebook's side field (a choice whose codes include left and right; the first
+    one), ``None`` for a study that is not of answer pairs."""
     if study.codebook.unit != CodebookUnit.ANSWER_PAIR:
         return None
     fields = side_fields(codebook_from_dict(study.codebook.definition))
     return fields[0] if fields else None
 
 
-def _open_units(study: Study, pipeline: str | None, baseline: str | None) -> dict[int, tuple]:
-    """Unit id -> (query id, state) of the study's pair units outside sealed partitions."""
-    sealed = [key for key in PARTITION_KEYS if partition_sealed(study, key)]
-    units = Unit.objects.filter(study=study).exclude(partition__in=sealed)
-    if pipeline is not None:
-        units = units.filter(observation__pipeline__name=pipeline)
-    if baseline is not None:
-        units = units.filter(baseline__pipeline__name=baseline)
-    rows = units.order_by("id").values_list("id", "observation__query__query_id", "state")
-    return {pk: (query_id, state) for pk, query_id, state in rows}
-
-
-def _finals(study: Study, units: dict[int, tuple]) -> dict[int, dict]:
-    """Each unit's final annotation (latest adjudicated, else latest consensus while the
-    unit is agreed). One query."""
-    best: dict[int, tuple] = {}
-    rows = (
-        Label.objects.filter(
-            study=study,
-            unit_id__in=list(units),
-            kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS),
-        )
-        .order_by("id")
-        .values_list("unit_id", "kind", "revision", "id", "annotation")
-    )
-    for unit_id, kind, revision, pk, annotation in rows:
-        adjudicated = kind == LabelKind.ADJUDICATED
-        if not adjudicated and units[unit_id][1] != UnitState.AGREED:
-            continue
-        rank = (adjudicated, revision, pk)
-        if unit_id not in best or rank > best[unit_id][0]:
-            best[unit_id] = (rank, annotation)
-    return {unit_id: row[1] for unit_id, row in best.items()}
-
-
-def pairwise_counts(
-    study: Study, pipeline: str | None = None, *, baseline: str | None = None
-) -> PairwiseCounts:
-    """N_G, N_S, N_B of ``study``'s answer pairs from their final labels, with the
-    per-pair judgments and their queries (clusters) for the bootstrap. ``pipeline``: only
-    pairs whose evaluated answer comes from the pipeline of that name; ``baseline``: only
-    pairs whose baseline comes from that one. Three queries (the units, the final labels,
-    the partition seals) whatever the size of the study."""
-    field = _side_field(study)
-    units = _open_units(study, pipeline, baseline) if field is not None else {}
-    finals = _finals(study, units) if units else {}
-    judgments: list[str] = []
-    clusters: list[str] = []
-    other = 0
-    for unit_id, (query_id, _state) in units.items():
-        annotation = finals.get(unit_id)
-        if annotation is None:
-            continue
-        value = (annotation.get("values") or {}).get(field)
-        judgment = JUDGMENT_OF.get(value) if isinstance(value, str) else None
-        if judgment is None:
-            other += 1
-            continue
-        judgments.append(judgment)
-        clusters.append(query_id)
-    return PairwiseCounts(
-        good=judgments.count("G"),
-        same=judgments.count("S"),
-        bad=judgments.count("B"),
-        judgments=tuple(judgments),
-        clusters=tuple(clusters),
-        awaiting=len(units) - len(finals),
-        other=other,
-        field=field,
-        pipeline=pipeline,
-        baseline=baseline,
-    )
-
-
 def pairwise_left_shares(study: Study) -> dict[Hashable, LeftShare]:
     """The share of left picks of each annotator (by pseudonym) over their latest
     independent label of every pair: the side each saw picked is recovered from the
     stored role and the label's ``sides`` (metrics.position_bias). One query."""
-    field = _side_field(study)
-    if field is None:
+    code = _side_field(study)
+    if code is None:
         return {}
     latest: dict[tuple[int, int], tuple[int, dict]] = {}
     rows = Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT).values_list(
@@ -156,8 +557,8 @@ def pairwise_left_shares(study: Study) -> dict[Hashable, LeftShare]:
         if key not in latest or revision > latest[key][0]:
             latest[key] = (revision, annotation)
     picks = []
-    for (_unit, _annotator), (_revision, annotation) in sorted(latest.items()):
-        value = (annotation.get("values") or {}).get(field)
+    for _key, (_revision, annotation) in sorted(latest.items()):
+        value = (annotation.get("values") or {}).get(code)
         side = picked_side(value, annotation.get("sides") or {})
         # "same" stays "same"; U and any other code count as unresolved
         picks.append((annotation.get("annotator"), side or ("same" if value == "same" else None)))

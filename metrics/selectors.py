@@ -356,16 +356,26 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
 
 
 def _final_annotations(
-    study: Study, states: dict[int, str], annotation: Any = "annotation"
+    study: Study,
+    states: dict[int, str],
+    annotation: Any = "annotation",
+    *,
+    unit_range: tuple[int, int] | None = None,
 ) -> dict[int, tuple[str, Any]]:
     """Each unit's final record: (kind, annotation). ``annotation`` is the column read for
     it: the whole annotation, or an expression of the part a caller needs (so that a large
-    study's final records are not all parsed as JSON for four predicates)."""
+    study's final records are not all parsed as JSON for four predicates). ``unit_range``
+    (first, last unit id, inclusive) reads the final records of those units only, so that
+    a caller streaming a large study's units reads their final records a chunk at a time."""
     adjudicated: dict[int, tuple] = {}
     consensus: dict[int, tuple] = {}
+    labels = Label.objects.filter(
+        study=study, kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS)
+    )
+    if unit_range is not None:
+        labels = labels.filter(unit_id__gte=unit_range[0], unit_id__lte=unit_range[1])
     rows = (
-        Label.objects.filter(study=study, kind__in=(LabelKind.ADJUDICATED, LabelKind.CONSENSUS))
-        .order_by("id")
+        labels.order_by("id")
         .annotate(final_part=annotation if not isinstance(annotation, str) else F(annotation))
         .values_list("unit_id", "kind", "revision", "id", "final_part")
     )

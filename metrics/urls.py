@@ -3,7 +3,7 @@ prediction API (under /api/)."""
 
 from django.urls import path
 
-from metrics import api, prediction_views, views
+from metrics import api, comparison_views, prediction_views, views
 
 urlpatterns = [
     path("studies/<slug:slug>/reliability/", views.study_reliability, name="study-reliability"),
@@ -21,6 +21,16 @@ urlpatterns = [
         "studies/<slug:slug>/reliability/csv/",
         views.study_reliability_csv,
         name="study-reliability-csv",
+    ),
+    path(
+        "studies/<slug:slug>/comparison/",
+        comparison_views.study_comparison,
+        name="study-comparison",
+    ),
+    path(
+        "studies/<slug:slug>/comparison/csv/",
+        comparison_views.study_comparison_csv,
+        name="study-comparison-csv",
     ),
     path(
         "studies/<slug:slug>/predictions/",

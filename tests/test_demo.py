@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from annotator.labelling.services import assignment_next
 from audit.archive.models import Study, Tuple
 
 pytestmark = pytest.mark.django_db
@@ -106,3 +107,24 @@ def test_the_demo_settings_show_no_debug_pages():
     assert dev.CLAIMGATE_DEMO is True
     assert "whitenoise.middleware.WhiteNoiseMiddleware" in dev.MIDDLEWARE
     assert active.DEBUG is False
+
+
+def test_the_demo_protocol_setting_shows_table_ii_at_once(client):
+    load()
+    slugs = ("demo-protocol-documents", "demo-protocol-rubric", "demo-protocol-pairs")
+    annotator = get_user_model().objects.get(username="annotator1")
+    for slug in slugs:
+        study = Study.objects.get(slug=slug)
+        # Every unit but the last has a final label; the queue hands out the last next.
+        last = study.units.order_by("-id").first()
+        assert study.units.filter(state="agreed").count() == study.units.count() - 1
+        assert assignment_next(study=study, annotator=annotator).unit_id == last.pk
+    assert client.login(username="researcher", password="researcher-demo")
+    detail = client.get(reverse("study-detail", args=["demo-protocol-pairs"])).content.decode()
+    assert reverse("study-comparison", args=["demo-protocol-pairs"]) in detail
+    page = client.get(reverse("study-comparison", args=["demo-protocol-pairs"])).content.decode()
+    for slug in slugs:
+        assert slug in page
+    assert "NetGain = (N<sub>G</sub> − N<sub>B</sub>) / N" in page
+    assert "no final label decides" not in page
+    assert "no study of this protocol" not in page

@@ -40,6 +40,7 @@ from audit.archive.services import (
 )
 from audit.ledger.selectors import study_gate_panel
 from audit.ledger.services import gate_stored
+from metrics.protocol_selectors import protocol_of
 
 
 @login_required
@@ -68,6 +69,7 @@ def _study_page(
         context["frozen"] = study_frozen(study=study)
         context["form"] = form or ImportForm()
         context["batches"] = study_import_batches(study=study)
+        context["protocol_study"] = protocol_of(study.codebook) is not None
     if may_see_gate(user=request.user, roles=roles):
         context["gate"] = study_gate_panel(gate=gate_stored(study=study))
     return render(request, "audit/study_detail.html", context, status=status)

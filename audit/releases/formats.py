@@ -53,6 +53,8 @@ CODEBOOK = "codebook.json"
 STAGE = "stage.json"
 RELIABILITY = "reliability.json"
 PREDICTIONS = "predictions.json"
+#: Seed 002's Table II for the pipeline pairs of a protocol study's setting.
+COMPARISON = "comparison.json"
 RECORDS = "records.jsonl"
 TABLE_FORMATS = ("jsonl", "csv", "parquet")
 TABLE_NAMES = ("labels_independent", "labels_final", "labels_gold", "outcomes")
@@ -63,6 +65,7 @@ BUNDLE_FILES = (
     STAGE,
     RELIABILITY,
     PREDICTIONS,
+    COMPARISON,
     RECORDS,
     *(f"{table}.{ext}" for table in TABLE_NAMES for ext in TABLE_FORMATS),
     MANIFEST,

@@ -60,6 +60,7 @@ from audit.partitions.selectors import partition_sealed
 from audit.queueing import RELEASE_BUILD, queue_job
 from audit.releases import formats as rf
 from audit.releases.models import Release, ReleaseStatus
+from metrics.protocol_selectors import comparisons_for_release
 from metrics.selectors import latest_report, prediction_sets_for_release
 
 logger = logging.getLogger("claimgate.releases")
@@ -456,6 +457,9 @@ def bundle_write(
     rf.write_json(rf.bundle_file(directory, rf.STAGE), stage_doc)
     reliability_note = _reliability(study, directory)
     predictions_note, predictions_lines = _predictions(study, directory)
+    comparisons = comparisons_for_release(study)
+    if comparisons is not None:
+        rf.write_json(rf.bundle_file(directory, rf.COMPARISON), comparisons)
 
     files_rows = [
         (rf.CODEBOOK, None, f"the codebook {codebook.name} {codebook.version}, as stored"),
@@ -466,6 +470,14 @@ def bundle_write(
     if (directory / rf.PREDICTIONS).exists():
         files_rows.append(
             (rf.PREDICTIONS, len(predictions_lines), "prediction sets scored against gold")
+        )
+    if comparisons is not None:
+        files_rows.append(
+            (
+                rf.COMPARISON,
+                len(comparisons["comparisons"]),
+                "seed 002's Table II per evaluated/baseline pair of the study's setting",
+            )
         )
     files_rows.append(
         (rf.RECORDS, sum(tally.kinds.values()), "every label as a full record (+ header)")

@@ -240,3 +240,17 @@ def test_screenshot_pair_form_at_1280(small, demo):
     page.fill("#reason-preference", "Left names a quiet router that fits a small office.")
     expect(page.locator('input[name="field-preference"][value="left"]')).to_be_checked()
     shoot(page, "annotate-pair.png")
+
+
+def test_screenshot_comparison_at_1280(browser, readme_demo):
+    """The demo's Table II page (seed 002's protocol setting), at 1280×720."""
+    from tests.browser.test_first_hour import as_user
+
+    context, page = as_user(browser, readme_demo, "researcher")
+    page.goto("/studies/demo-protocol-pairs/comparison/")
+    expect(page.locator("#row-net_gain")).to_be_visible()
+    page.locator("#pick").scroll_into_view_if_needed()
+    page.evaluate("() => window.scrollTo(0, document.querySelector('#pick').offsetTop - 8)")
+    expect(page.locator("#table-ii")).to_be_visible()
+    shoot(page, "comparison.png")
+    context.close()

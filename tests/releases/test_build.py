@@ -46,7 +46,7 @@ def test_a_release_holds_every_file_listed_in_its_manifest(labelled, releases_ro
     assert release.progress == 100
     directory = releases_root / "rel" / "v1"
     names = {p.name for p in directory.iterdir()}
-    assert names == set(rf.BUNDLE_FILES) - {rf.RELIABILITY, rf.PREDICTIONS}
+    assert names == set(rf.BUNDLE_FILES) - {rf.RELIABILITY, rf.PREDICTIONS, rf.COMPARISON}
     sums, bad = rf.parse_manifest((directory / rf.MANIFEST).read_text())
     assert bad == []
     assert set(sums) == names - {rf.MANIFEST}

@@ -11,16 +11,21 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.utils import timezone
 
-from annotator.labelling.models import Label
+from annotator.adjudication.services import outcomes_process
+from annotator.labelling.models import Assignment, Label, LabelKind, QueueSeed
+from annotator.labelling.order import answer_pair_left_is_evaluated
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
 from annotator.memberships.models import Membership, Role
-from audit.archive.models import Codebook, ImportStatus, Study, Unit
-from audit.archive.records import UnitContent
+from annotator.memberships.services import pseudonym_of_user_id
+from audit.archive.models import Codebook, CodebookUnit, ImportStatus, Study, Unit, UnitState
+from audit.archive.records import UnitContent, record_build
 from audit.archive.services import codebook_install_file, observations_import
 from audit.partitions.services import study_freeze_get
 from audit.queueing import jobs_deferred
+from fixtures.demo import protocol
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 
@@ -40,7 +45,32 @@ DEMO_STUDIES = (
         "1.0.0",
         "answer-claims.jsonl",
     ),
+    # Seed 002's protocol: one setting (the same twelve queries, two pipelines) labelled
+    # with each of the three protocol codebooks; the Table II page compares the pipelines.
+    (
+        "demo-protocol-documents",
+        "Demo: query–document grades (seed 002 protocol)",
+        "query-document-grades",
+        "1.0.0",
+        "protocol-documents.jsonl",
+    ),
+    (
+        "demo-protocol-rubric",
+        "Demo: answer rubric (seed 002 protocol)",
+        "answer-rubric",
+        "1.0.0",
+        "protocol-rubric.jsonl",
+    ),
+    (
+        "demo-protocol-pairs",
+        "Demo: pairwise side by side (seed 002 protocol)",
+        "pairwise",
+        "1.0.0",
+        "protocol-pairs.jsonl",
+    ),
 )
+#: The protocol studies, whose units come labelled (all but one per annotator) too.
+PROTOCOL_STUDIES = ("demo-protocol-documents", "demo-protocol-rubric", "demo-protocol-pairs")
 
 #: username -> (password, roles in every demo study, superuser)
 DEMO_USERS = {
@@ -126,6 +156,125 @@ def seed_labels(study: Study, users: dict) -> int:
     return stored
 
 
+def _protocol_annotation(study: Study, content: UnitContent) -> dict[str, Any]:
+    """The demo label of a protocol unit (fixtures/demo/protocol.py), as submitted."""
+    i = protocol.query_number(content.query["id"])
+    system = "evaluated" if content.pipeline["name"] == protocol.EVALUATED["name"] else "baseline"
+    if study.codebook.unit == CodebookUnit.ANSWER_PAIR:
+        values = {"preference": protocol.preference(i)}
+        reason = "Demo: the answer that serves the need better."
+        return {"values": values, "reasons": {"preference": reason}, "spans": []}
+    if study.codebook.unit == CodebookUnit.QUERY_DOCUMENTS:
+        documents, values = protocol.document_values(i, system)
+        return {"values": values, "reasons": {}, "spans": [], "documents": documents}
+    return {"values": protocol.rubric_values(i, system), "reasons": {}, "spans": []}
+
+
+def _stored_label(
+    study: Study,
+    unit: Unit,
+    content: UnitContent,
+    annotation: dict[str, Any],
+    parents: list[str],
+    assignment: Assignment | None = None,
+) -> Label:
+    """Store one label in the stored form (docs/formats.md), an independent one on
+    ``assignment`` or else a consensus. A pairwise ``values.preference`` is ``answer``,
+    ``same`` or ``baseline`` for the evaluated answer, with the ``sides`` the annotator
+    saw beside it (what the page submits is left, same or right)."""
+    kind = LabelKind.INDEPENDENT if assignment is not None else LabelKind.CONSENSUS
+    record = record_build(study=study, content=content, annotation=annotation, parents=parents)
+    label = Label.objects.create(
+        study=study,
+        unit=unit,
+        annotator_id=assignment.annotator_id if assignment is not None else None,
+        assignment=assignment,
+        kind=kind,
+        revision=1,
+        annotation=record["annotation"],
+        parents=record["parents"],
+        record_digest=record["record_digest"],
+        codebook_digest=study.codebook.digest,
+    )
+    if assignment is not None:
+        Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
+    return label
+
+
+def seed_protocol_labels(study: Study, users: dict) -> int:
+    """Agreeing labels by annotator1 and annotator2 on every unit of a protocol study but
+    its last, which the queue hands each of them next. Each unit is given to both as the
+    queue would (a slot counted on the unit). Rubric labels go through the submission
+    service (their consensus follows from the agreement); pairwise and query–document
+    labels are written in the stored form with their consensus (the pairwise form stores
+    the evaluated/baseline preference the page never shows). Nothing when the study
+    already has labels. The number of labels stored."""
+    if Label.objects.filter(study=study).exists():
+        return 0
+    kind = study.codebook.unit
+    annotators = [users["annotator1"], users["annotator2"]]
+    seed = QueueSeed.objects.get_or_create(study=study)[0].seed
+    units = list(Unit.objects.filter(study=study).order_by("id"))[:-1]
+    stored = 0
+    for number, unit in enumerate(units, start=1):
+        content = unit_content(unit=unit)
+        submitted = _protocol_annotation(study, content)
+        labels = []
+        for user in annotators:
+            assignment = Assignment.objects.create(
+                study=study, unit=unit, annotator=user, number=number
+            )
+            stored += 1
+            if kind == CodebookUnit.ANSWER:
+                label_submit(
+                    assignment=assignment,
+                    annotation=submitted,
+                    client_submission_id=uuid.uuid5(
+                        uuid.NAMESPACE_URL, f"demo:{unit.digest}:{user.username}"
+                    ),
+                    parent_digest=None,
+                )
+                continue
+            annotation = {
+                "kind": LabelKind.INDEPENDENT.value,
+                "annotator": pseudonym_of_user_id(study=study, user_id=user.pk),
+                **submitted,
+                "rationale": None,
+                "assisted": None,
+            }
+            if kind == CodebookUnit.ANSWER_PAIR:
+                left = answer_pair_left_is_evaluated(
+                    seed=seed, annotator_id=user.pk, unit_id=unit.pk
+                )
+                annotation["sides"] = {
+                    "left": "answer" if left else "baseline",
+                    "right": "baseline" if left else "answer",
+                }
+            labels.append(_stored_label(study, unit, content, annotation, [], assignment))
+        if labels:
+            consensus = {
+                "kind": LabelKind.CONSENSUS.value,
+                "annotator": "consensus",
+                **submitted,
+                "rationale": None,
+                "assisted": None,
+            }
+            parents = sorted(label.record_digest for label in labels)
+            _stored_label(study, unit, content, consensus, parents)
+            Unit.objects.filter(pk=unit.pk).update(
+                assigned_count=len(annotators),
+                submitted_count=len(annotators),
+                state=UnitState.AGREED,
+            )
+        else:
+            Unit.objects.filter(pk=unit.pk).update(assigned_count=len(annotators))
+    # The outcomes and agreement of the submitted labels now, not when a worker gets to
+    # them: the Table II page shows numbers as soon as the demo is loaded.
+    while outcomes_process(study_id=study.pk):
+        pass
+    return stored
+
+
 def demo_users_box(rows: list[tuple[str, str, str]]) -> str:
     """The demo's logins in a box, printed last so that nothing scrolls them away."""
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
@@ -193,6 +342,13 @@ class Command(BaseCommand):
                     f"study {slug}: {study.tuples.count()} tuples, "
                     f"{study.observations.count()} observations"
                 )
+                if slug in PROTOCOL_STUDIES and options["labels"]:
+                    seeded = seed_protocol_labels(study, users)
+                    if seeded:
+                        self.stdout.write(
+                            f"study {slug}: {seeded} labels by annotator1 and annotator2, "
+                            "agreeing, on every unit but the last, which the queue hands out next"
+                        )
                 if slug == SEEDED_STUDY and options["labels"]:
                     seeded = seed_labels(study, users)
                     if seeded:

@@ -1,0 +1,170 @@
+"""The comparison report (seed 002's Table II) of a protocol study's setting: a page where
+a researcher picks an evaluated pipeline and its baseline, and its CSV. Thin: access
+through annotator.access, reads from metrics.protocol_selectors (which calls the pure
+metrics.comparison)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from annotator.access import study_get_for_researcher
+from audit.ledger.downloads import csv_response
+from metrics.comparison import csv_rows, delta_chart
+from metrics.protocol_selectors import (
+    PROTOCOL_LABELS,
+    PROTOCOLS,
+    Setting,
+    comparison_fetch,
+    protocol_setting,
+)
+
+REASONS = {
+    "no_study": "no study of this protocol in the setting",
+    "no_values": "no final label decides this rate for one of the two pipelines yet",
+    "no_judgments": "no pair of these two pipelines has a final label yet",
+}
+
+
+def _setting_of(request: HttpRequest, slug: str) -> Setting:
+    study = study_get_for_researcher(user=request.user, slug=slug)
+    setting = protocol_setting(study)
+    if setting is None:
+        raise Http404(f"study {slug!r} has no protocol codebook of seed 002: nothing to compare")
+    return setting
+
+
+def _pick(request: HttpRequest, setting: Setting) -> tuple[int | None, int | None, list[str]]:
+    """The evaluated and baseline pipeline ids asked for (else the setting's first pair),
+    and what is wrong with them."""
+    ids = {p.pk for p in setting.pipelines}
+    errors = []
+    picked: list[int | None] = []
+    for name in ("evaluated", "baseline"):
+        raw = request.GET.get(name)
+        if raw is None:
+            default = setting.pairs[0][0 if name == "evaluated" else 1] if setting.pairs else None
+            picked.append(default)
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            value = None
+        if value not in ids:
+            errors.append(f"{name}: {raw!r} is not a pipeline of this setting")
+            value = None
+        picked.append(value)
+    evaluated, baseline = picked
+    if evaluated is not None and evaluated == baseline:
+        errors.append("baseline: choose a pipeline other than the evaluated one")
+    return evaluated, baseline, errors
+
+
+def _signed(value: float | None, unit: str) -> str:
+    return "—" if value is None else f"{value:+.1f} {unit}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{low:+.1f}, {high:+.1f}]"
+
+
+def _side_text(side: dict[str, Any] | None, metric: str) -> str:
+    if side is None or side["value"] is None:
+        return "undefined"
+    numerator = f"{side['numerator']:.2f}" if metric == "acc_qd" else str(side["numerator"])
+    return f"{100 * side['value']:.1f}% ({numerator}/{side['denominator']})"
+
+
+def _side_note(side: dict[str, Any] | None, metric: str) -> str:
+    if side is None:
+        return ""
+    notes = []
+    if metric == "pass_r" and side.get("unknown"):
+        notes.append(f"{side['unknown']} unknown")
+    if side.get("no_documents"):
+        notes.append(f"{side['no_documents']} without documents")
+    if metric != "pass_r" and metric != "acc_qd" and side.get("unknown"):
+        notes.append(f"{side['unknown']} with e(q) open")
+    if metric == "acc_qd" and side.get("unknown_documents"):
+        notes.append(f"{side['unknown_documents']} U documents")
+    return ", ".join(notes)
+
+
+def _rows_view(comparison: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for row in comparison["rows"]:
+        reason = REASONS.get(row.get("reason") or "", row.get("reason"))
+        if row["metric"] == "net_gain":
+            normal, boot = row.get("normal") or {}, row.get("bootstrap") or {}
+            out.append(
+                {
+                    **row,
+                    "reason_text": reason,
+                    "value_text": _signed(row.get("value"), "%"),
+                    "normal_text": _interval(normal.get("low"), normal.get("high")),
+                    "bootstrap_text": _interval(boot.get("low"), boot.get("high")),
+                }
+            )
+            continue
+        out.append(
+            {
+                **row,
+                "reason_text": reason,
+                "evaluated_text": _side_text(row["evaluated"], row["metric"]),
+                "baseline_text": _side_text(row["baseline"], row["metric"]),
+                "evaluated_note": _side_note(row["evaluated"], row["metric"]),
+                "baseline_note": _side_note(row["baseline"], row["metric"]),
+                "delta_text": _signed(row["delta"], "pp"),
+                "interval_text": _interval(row["low"], row["high"]),
+            }
+        )
+    return out
+
+
+@login_required
+@require_GET
+def study_comparison(request: HttpRequest, slug: str) -> HttpResponse:
+    setting = _setting_of(request, slug)
+    evaluated, baseline, errors = _pick(request, setting)
+    comparison = None
+    if not errors and evaluated is not None and baseline is not None:
+        comparison = comparison_fetch(setting, evaluated, baseline)
+    context = {
+        "study": setting.study,
+        "setting": setting,
+        "setting_rows": [
+            {"protocol": p, "label": PROTOCOL_LABELS[p], "study": setting.studies[p]}
+            for p in PROTOCOLS
+        ],
+        "evaluated": evaluated,
+        "baseline": baseline,
+        "errors": errors,
+        "comparison": comparison,
+        "rows": _rows_view(comparison) if comparison else [],
+        "chart": delta_chart(comparison) if comparison else None,
+    }
+    return render(request, "metrics/comparison.html", context, status=400 if errors else 200)
+
+
+@login_required
+@require_GET
+def study_comparison_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    setting = _setting_of(request, slug)
+    evaluated, baseline, errors = _pick(request, setting)
+    if errors or evaluated is None or baseline is None:
+        message = "; ".join(errors) or "choose an evaluated pipeline and its baseline"
+        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    comparison = comparison_fetch(setting, evaluated, baseline)
+    stamp = [
+        f"# evaluated {comparison['evaluated']['name']}",
+        f"baseline {comparison['baseline']['name']}",
+        *(f"{k} {v or 'none'}" for k, v in comparison["studies"].items()),
+        f"intervals 95% bootstrap over queries ({comparison['n_boot']} resamples"
+        f" seed {comparison['seed']})",
+    ]
+    name = f"{setting.study.slug}-comparison-{evaluated}-{baseline}.csv"
+    return csv_response([stamp, *csv_rows(comparison)], name)
