@@ -16,10 +16,12 @@ from annotator.access import study_get_for_researcher
 from audit.ledger.downloads import csv_response
 from metrics.comparison import csv_rows, delta_chart
 from metrics.protocol_selectors import (
+    PAIRWISE,
     PROTOCOL_LABELS,
     PROTOCOLS,
     Setting,
     comparison_fetch,
+    pairwise_left_shares,
     protocol_setting,
 )
 
@@ -125,6 +127,25 @@ def _rows_view(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _left_shares_view(setting: Setting) -> list[dict[str, Any]]:
+    """The share of left picks of each annotator of the setting's pairwise study: a
+    position-bias check (about half for an annotator with no bias toward a side)."""
+    study = setting.studies.get(PAIRWISE)
+    if study is None:
+        return []
+    return [
+        {
+            "annotator": annotator,
+            "left": share.left,
+            "right": share.right,
+            "same": share.same,
+            "unresolved": share.unresolved,
+            "share": "—" if share.share is None else f"{share.share:.0%}",
+        }
+        for annotator, share in sorted(pairwise_left_shares(study).items(), key=lambda i: str(i[0]))
+    ]
+
+
 @login_required
 @require_GET
 def study_comparison(request: HttpRequest, slug: str) -> HttpResponse:
@@ -146,6 +167,7 @@ def study_comparison(request: HttpRequest, slug: str) -> HttpResponse:
         "comparison": comparison,
         "rows": _rows_view(comparison) if comparison else [],
         "chart": delta_chart(comparison) if comparison else None,
+        "left_shares": _left_shares_view(setting),
     }
     return render(request, "metrics/comparison.html", context, status=400 if errors else 200)
 

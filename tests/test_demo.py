@@ -128,3 +128,18 @@ def test_the_demo_protocol_setting_shows_table_ii_at_once(client):
     assert "NetGain = (N<sub>G</sub> − N<sub>B</sub>) / N" in page
     assert "no final label decides" not in page
     assert "no study of this protocol" not in page
+
+
+def test_the_demo_comparison_shows_each_annotators_share_of_left_picks(client):
+    load()
+    study = Study.objects.get(slug="demo-protocol-pairs")
+    assert client.login(username="researcher", password="researcher-demo")
+    response = client.get(reverse("study-comparison", args=["demo-protocol-pairs"]))
+    rows = response.context["left_shares"]
+    # Both demo annotators judged every pair but the last; their picks are the sides they
+    # saw (their orders differ), counted from the stored roles and sides.
+    assert len(rows) == 2
+    judged = study.units.count() - 1
+    for row in rows:
+        assert row["left"] + row["right"] + row["same"] + row["unresolved"] == judged
+    assert 'id="position-bias"' in response.content.decode()

@@ -11,17 +11,19 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from django.utils import timezone
+from django.db.models import F
 
 from annotator.adjudication.services import outcomes_process
-from annotator.labelling.models import Assignment, Label, LabelKind, QueueSeed
-from annotator.labelling.order import answer_pair_left_is_evaluated
-from annotator.labelling.selectors import unit_content
-from annotator.labelling.services import assignment_next, label_submit
+from annotator.labelling.models import Assignment, Label
+from annotator.labelling.selectors import pair_sides_of, unit_content
+from annotator.labelling.services import (
+    assignment_next,
+    label_submit,
+    pair_left_is_evaluated_draw,
+)
 from annotator.memberships.models import Membership, Role
-from annotator.memberships.services import pseudonym_of_user_id
-from audit.archive.models import Codebook, CodebookUnit, ImportStatus, Study, Unit, UnitState
-from audit.archive.records import UnitContent, record_build
+from audit.archive.models import Codebook, CodebookUnit, ImportStatus, Study, Unit
+from audit.archive.records import UnitContent
 from audit.archive.services import codebook_install_file, observations_import
 from audit.partitions.services import study_freeze_get
 from audit.queueing import jobs_deferred
@@ -170,104 +172,52 @@ def _protocol_annotation(study: Study, content: UnitContent) -> dict[str, Any]:
     return {"values": protocol.rubric_values(i, system), "reasons": {}, "spans": []}
 
 
-def _stored_label(
-    study: Study,
-    unit: Unit,
-    content: UnitContent,
-    annotation: dict[str, Any],
-    parents: list[str],
-    assignment: Assignment | None = None,
-) -> Label:
-    """Store one label in the stored form (docs/formats.md), an independent one on
-    ``assignment`` or else a consensus. A pairwise ``values.preference`` is ``answer``,
-    ``same`` or ``baseline`` for the evaluated answer, with the ``sides`` the annotator
-    saw beside it (what the page submits is left, same or right)."""
-    kind = LabelKind.INDEPENDENT if assignment is not None else LabelKind.CONSENSUS
-    record = record_build(study=study, content=content, annotation=annotation, parents=parents)
-    label = Label.objects.create(
-        study=study,
-        unit=unit,
-        annotator_id=assignment.annotator_id if assignment is not None else None,
-        assignment=assignment,
-        kind=kind,
-        revision=1,
-        annotation=record["annotation"],
-        parents=record["parents"],
-        record_digest=record["record_digest"],
-        codebook_digest=study.codebook.digest,
-    )
-    if assignment is not None:
-        Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
-    return label
+def _as_seen(annotation: dict[str, Any], sides: dict[str, str] | None) -> dict[str, Any]:
+    """The demo's pairwise preference (``answer``, ``same`` or ``baseline``: what it means
+    for the evaluated system) as the annotator whose ``sides`` they are submits it: the
+    side they saw it on (the server maps it back when it stores the label)."""
+    if not sides:
+        return annotation
+    side_of = {role: side for side, role in sides.items()}
+    values = dict(annotation["values"])
+    values["preference"] = side_of.get(values["preference"], values["preference"])
+    return {**annotation, "values": values}
 
 
 def seed_protocol_labels(study: Study, users: dict) -> int:
     """Agreeing labels by annotator1 and annotator2 on every unit of a protocol study but
     its last, which the queue hands each of them next. Each unit is given to both as the
-    queue would (a slot counted on the unit). Rubric labels go through the submission
-    service (their consensus follows from the agreement); pairwise and query–document
-    labels are written in the stored form with their consensus (the pairwise form stores
-    the evaluated/baseline preference the page never shows). Nothing when the study
-    already has labels. The number of labels stored."""
+    queue would (a slot counted on the unit, an answer pair's order drawn for them), and
+    each label goes through the submission service as the page would send it (a pairwise
+    choice as the side the annotator saw). Nothing when the study already has labels. The
+    number of labels stored."""
     if Label.objects.filter(study=study).exists():
         return 0
-    kind = study.codebook.unit
     annotators = [users["annotator1"], users["annotator2"]]
-    seed = QueueSeed.objects.get_or_create(study=study)[0].seed
     units = list(Unit.objects.filter(study=study).order_by("id"))[:-1]
     stored = 0
     for number, unit in enumerate(units, start=1):
-        content = unit_content(unit=unit)
-        submitted = _protocol_annotation(study, content)
-        labels = []
+        submitted = _protocol_annotation(study, unit_content(unit=unit))
         for user in annotators:
             assignment = Assignment.objects.create(
-                study=study, unit=unit, annotator=user, number=number
+                study=study,
+                unit=unit,
+                annotator=user,
+                number=number,
+                pair_left_is_evaluated=pair_left_is_evaluated_draw(
+                    study=study, annotator_id=user.pk, unit_id=unit.pk
+                ),
+            )
+            Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+            label_submit(
+                assignment=assignment,
+                annotation=_as_seen(submitted, pair_sides_of(assignment)),
+                client_submission_id=uuid.uuid5(
+                    uuid.NAMESPACE_URL, f"demo:{unit.digest}:{user.username}"
+                ),
+                parent_digest=None,
             )
             stored += 1
-            if kind == CodebookUnit.ANSWER:
-                label_submit(
-                    assignment=assignment,
-                    annotation=submitted,
-                    client_submission_id=uuid.uuid5(
-                        uuid.NAMESPACE_URL, f"demo:{unit.digest}:{user.username}"
-                    ),
-                    parent_digest=None,
-                )
-                continue
-            annotation = {
-                "kind": LabelKind.INDEPENDENT.value,
-                "annotator": pseudonym_of_user_id(study=study, user_id=user.pk),
-                **submitted,
-                "rationale": None,
-                "assisted": None,
-            }
-            if kind == CodebookUnit.ANSWER_PAIR:
-                left = answer_pair_left_is_evaluated(
-                    seed=seed, annotator_id=user.pk, unit_id=unit.pk
-                )
-                annotation["sides"] = {
-                    "left": "answer" if left else "baseline",
-                    "right": "baseline" if left else "answer",
-                }
-            labels.append(_stored_label(study, unit, content, annotation, [], assignment))
-        if labels:
-            consensus = {
-                "kind": LabelKind.CONSENSUS.value,
-                "annotator": "consensus",
-                **submitted,
-                "rationale": None,
-                "assisted": None,
-            }
-            parents = sorted(label.record_digest for label in labels)
-            _stored_label(study, unit, content, consensus, parents)
-            Unit.objects.filter(pk=unit.pk).update(
-                assigned_count=len(annotators),
-                submitted_count=len(annotators),
-                state=UnitState.AGREED,
-            )
-        else:
-            Unit.objects.filter(pk=unit.pk).update(assigned_count=len(annotators))
     # The outcomes and agreement of the submitted labels now, not when a worker gets to
     # them: the Table II page shows numbers as soon as the demo is loaded.
     while outcomes_process(study_id=study.pk):
