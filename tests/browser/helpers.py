@@ -185,25 +185,9 @@ def unit_where(study: Any, **lookups: Any) -> Any:
 def assign(unit: Any, user: Any) -> Any:
     """Give ``user`` a slot on ``unit``, as the queue would (the slot counted on the unit),
     so that a test opens a known unit instead of whatever the queue hands out next."""
-    from django.db.models import F
+    from tests.annotation.conftest import assign as assign_slot
 
-    from annotator.labelling.models import Assignment
-    from annotator.labelling.services import pair_left_is_evaluated_draw
-    from audit.archive.models import Unit
-
-    mine = Assignment.objects.filter(study=unit.study, annotator=user).count()
-    assignment = Assignment.objects.create(
-        study=unit.study,
-        unit=unit,
-        annotator=user,
-        number=mine + 1,
-        # an answer pair's order for this annotator, drawn as the queue draws it
-        pair_left_is_evaluated=pair_left_is_evaluated_draw(
-            study=unit.study, annotator_id=user.pk, unit_id=unit.pk
-        ),
-    )
-    Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
-    return assignment
+    return assign_slot(unit, user)
 
 
 def texts_of(unit: Any) -> dict[str, Any]:
