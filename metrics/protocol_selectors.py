@@ -20,8 +20,9 @@ The three protocols, recognised by a codebook's shape (never by its name):
   a(q, d) is that grade; the trust dimensions are read from the fields coded
   ``authority``, ``domain_alignment``, ``producer_profile``, ``content_time`` and ``info``;
   the set-level ``links`` field gives contradictions and the ``groups`` field redundancy;
-  a′ by :func:`metrics.protocol.revised_grades`. The archive records no expiry boundary
-  per query, so W_temp does not apply (content time is kept, not scored);
+  a′ by :func:`metrics.protocol.revised_grades`. W_temp compares each document's content
+  time with the query's expiry boundary, the set-level date field ``expiry_boundary``
+  (empty or U: the query is not sensitive to stale content, W_temp does not apply);
 * **pairwise** — an ``answer_pair`` codebook with a choice field: the stored preference is
   ``answer`` (the evaluated system's answer is better: G), ``same`` (S) or ``baseline``
   (B). A value ``left``/``right`` is mapped through the ``sides`` the annotation stores
@@ -259,7 +260,10 @@ def _date_or_none(value: Any) -> date | None:
 def documents_of(annotation: dict[str, Any], grade: str) -> list[Document]:
     """A query_documents annotation's documents as :class:`metrics.protocol.Document`
     (ids are positions from 0). A codebook without an ``authority`` field does not assess
-    source trust: the source dimension then counts as satisfied."""
+    source trust: the source dimension then counts as satisfied. The query's expiry
+    boundary is the set-level ``expiry_boundary`` date (empty or U: W_temp does not
+    apply)."""
+    expiry = _date_or_none((annotation.get("values") or {}).get("expiry_boundary"))
     out = []
     for i, entry in enumerate(annotation.get("documents") or ()):
         values = (entry or {}).get("values") or {}
@@ -272,7 +276,7 @@ def documents_of(annotation: dict[str, Any], grade: str) -> list[Document]:
                 domain_alignment=values.get("domain_alignment"),
                 producer_profile=_int_or_none(values.get("producer_profile")),
                 content_time=_date_or_none(values.get("content_time")),
-                expiry_boundary=None,
+                expiry_boundary=expiry,
                 info=_int_or_none(values.get("info")),
             )
         )

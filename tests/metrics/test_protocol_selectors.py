@@ -207,6 +207,31 @@ def test_revised_grades_apply_trust_contradictions_and_redundancy(documents):
     assert (metrics.usability.usable.numerator, metrics.usability.high_quality.numerator) == (1, 1)
 
 
+def test_the_querys_expiry_boundary_fails_stale_documents(documents):
+    ev = units_of(documents, protocol.EVALUATED)
+    fresh, stale = {"content_time": "2026-04-10"}, {"content_time": "2025-12-31"}
+    # A boundary: the document whose content time is not after it fails temporal trust
+    # (a = 0), as does one whose content time is unknown; the fresh one keeps its grade.
+    write_final(
+        ev[0],
+        {
+            "values": {"expiry_boundary": "2026-01-01", "contradictions": [], "redundancy": []},
+            "documents": [doc(2, **fresh), doc(2, **stale), doc(1)],
+        },
+    )
+    # No boundary (empty, or U): W_temp does not apply, content times change nothing.
+    write_final(
+        ev[1],
+        {
+            "values": {"expiry_boundary": None, "contradictions": [], "redundancy": []},
+            "documents": [doc(2, **fresh), doc(2, **stale), doc(1)],
+        },
+    )
+    rows = {u.id: a for u, a, _r in ps.query_document_grades(documents)}
+    assert rows[ev[0].pk] == (2, 0, 0)
+    assert rows[ev[1].pk] == (2, 2, 1)
+
+
 def test_an_unreadable_stored_label_names_its_unit(documents):
     unit = units_of(documents, protocol.EVALUATED)[0]
     write_final(
