@@ -10,7 +10,8 @@ import uuid
 import pytest
 
 from annotator.adjudication.jobs import outcomes_sweep
-from annotator.labelling.models import Assignment, Draft, Label, LabelKind
+from annotator.labelling.models import Assignment, Draft, Label, LabelKind, QueueSeed
+from annotator.labelling.order import order_of
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import (
     AnnotatorPaused,
@@ -119,13 +120,18 @@ def test_too_few_qualification_units_says_so(study, people, units):
 
 
 def test_gold_enters_the_queue_at_the_study_rate(study, people, units):
-    gold_mark_from_file(study=study, data=key_file(units[-3:], qualification=False))
+    # Gold units are real units too: the last three of this annotator's own seeded order,
+    # so that the regular walk (8 items here) never reaches them before the gold turns do.
+    seed = QueueSeed.objects.get_or_create(study=study)[0].seed
+    ordered = order_of(seed=seed, annotator_id=people["ann_a"].pk, unit_ids=[u.pk for u in units])
+    gold_units = [unit for unit in units if unit.pk in set(ordered[-3:])]
+    gold_mark_from_file(study=study, data=key_file(gold_units, qualification=False))
     quality_plan_set(study=study, gold_rate=0.25, qualification_size=0, qualification_threshold=0.8)
 
     handed = [answer(study, people["ann_a"])[0] for _ in range(8)]
 
     assert [assignment.gold for assignment in handed] == [False, False, False, True] * 2
-    assert {a.unit_id for a in handed if a.gold} <= {unit.pk for unit in units[-3:]}
+    assert {a.unit_id for a in handed if a.gold} <= {unit.pk for unit in gold_units}
     assert len({a.unit_id for a in handed}) == 8
 
 
