@@ -6,9 +6,10 @@ that a record's digest means the same thing everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import namedtuple
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
+from operator import itemgetter
 from typing import Any
 
 from audit.archive import mapping
@@ -145,15 +146,20 @@ UNIT_VALUES = (
 )
 
 
-_KEYS: dict[tuple[str, Sequence[str]], tuple[tuple[str, str], ...]] = {}
+_SHAPES: dict[tuple[str, Sequence[str]], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
 
 
-def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> SimpleNamespace:
-    """An archive row as the mapping functions of audit.archive.mapping read it (attributes)."""
-    keys = _KEYS.get((prefix, names))
-    if keys is None:
-        keys = _KEYS[prefix, names] = tuple((name, prefix + name) for name in names)
-    return SimpleNamespace(**{name: values[key] for name, key in keys})
+def _row(values: dict[str, Any], prefix: str, names: Sequence[str]) -> Any:
+    """An archive row as the mapping functions of audit.archive.mapping read it (attributes):
+    a named tuple of ``names``, taken from ``values`` at ``prefix + name`` (its class and
+    getter made once per shape: a build makes four of these per unit)."""
+    shape = _SHAPES.get((prefix, names))
+    if shape is None:
+        keys = [prefix + name for name in names]
+        getter = itemgetter(*keys) if len(keys) > 1 else lambda row: (row[keys[0]],)
+        shape = _SHAPES[prefix, names] = (namedtuple("ArchiveRow", names)._make, getter)
+    make, getter = shape
+    return make(getter(values))
 
 
 def unit_contents_of(*, study: Study, units: Sequence[dict[str, Any]]) -> dict[int, UnitContent]:

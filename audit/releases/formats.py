@@ -407,7 +407,13 @@ class ParquetWriter:
         self.table = table
         self.schema = _arrow_schema(table)
         self.writer = pq.ParquetWriter(stream, self.schema, **PARQUET_OPTIONS)
+        #: Rows given one at a time, not yet converted (a list per column).
         self.buffer: list[list[Any]] = [[] for _ in table.columns]
+        #: The row group's rows so far as Arrow arrays (a list of arrays per column): a
+        #: batch's Python values are converted at once, so that a row group of
+        #: ``PARQUET_ROW_GROUP`` rows is held as Arrow's compact buffers, not as Python
+        #: objects (a table of long texts held ~40 MB of them).
+        self.chunks: list[list[Any]] = [[] for _ in table.columns]
         self.count = 0
         self.rows_written = 0
 
@@ -423,15 +429,31 @@ class ParquetWriter:
         self.count += 1
         if self.count >= PARQUET_ROW_GROUP:
             self._flush()
+        elif len(self.buffer[0]) >= TABLE_BATCH:
+            self._convert(self.buffer)
+            self.buffer = [[] for _ in self.table.columns]
+
+    def _convert(self, columns: Sequence[Sequence[Any]]) -> None:
+        """Append rows (given as a list of values per column) to the row group as arrays."""
+        import pyarrow as pa
+
+        if not columns or not len(columns[0]):
+            return
+        for chunks, values, field in zip(self.chunks, columns, self.schema, strict=True):
+            chunks.append(pa.array(values, type=field.type))
 
     def write_columns(self, columns: Sequence[list[Any]], count: int) -> None:
         """``count`` rows given column by column (a ``json`` column as canonical texts),
         cut into row groups at the same rows as :meth:`write_texts` would."""
+        self._convert(self.buffer)
+        self.buffer = [[] for _ in self.table.columns]
         start = 0
         while start < count:
             take = min(count - start, PARQUET_ROW_GROUP - self.count)
-            for buffer, values in zip(self.buffer, columns, strict=True):
-                buffer.extend(values[start : start + take])
+            if start == 0 and take == count:
+                self._convert(columns)
+            else:
+                self._convert([values[start : start + take] for values in columns])
             self.count += take
             start += take
             if self.count >= PARQUET_ROW_GROUP:
@@ -442,16 +464,15 @@ class ParquetWriter:
 
         if not self.count:
             return
+        self._convert(self.buffer)
         batch = pa.record_batch(
-            [
-                pa.array(column, type=field.type)
-                for column, field in zip(self.buffer, self.schema, strict=True)
-            ],
+            [chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks) for chunks in self.chunks],
             schema=self.schema,
         )
         self.writer.write_batch(batch, row_group_size=PARQUET_ROW_GROUP)
         self.rows_written += self.count
         self.buffer = [[] for _ in self.table.columns]
+        self.chunks = [[] for _ in self.table.columns]
         self.count = 0
 
     def close(self) -> None:
@@ -469,6 +490,7 @@ class TableFiles:
     def __init__(self, directory: Path, table: Table) -> None:
         self.table = table
         self.sorted_names = sorted(table.names)
+        self._name_set = frozenset(table.names)
         #: ``"name":`` of each column, in the JSONL line's (sorted) key order.
         self._keys = [(name, encode_string(name) + ":") for name in self.sorted_names]
         self._json_names = [name for name, kind in table.columns if kind == "json"]
@@ -509,10 +531,14 @@ class TableFiles:
             for name in self._json_names
         }
         names = self.table.names
+        name_set = self._name_set
         lines = []
         for row, fast in zip(rows, fasts, strict=True):
             if fast:
-                lines.append(canonical_json_fast({name: row[name] for name in names}))
+                # A row of exactly the table's columns is its own JSONL object (the keys are
+                # sorted by the encoder), else the columns are taken out of it.
+                whole = row.keys() == name_set
+                lines.append(canonical_json_fast(row if whole else {n: row[n] for n in names}))
             else:
                 texts = {name: _json_text(row[name]) for name in names}
                 line = "{" + ",".join([key + texts[name] for name, key in self._keys]) + "}"

@@ -245,6 +245,13 @@ def _ordered(
     """A unit's labels in release order — independent by annotator pseudonym and revision,
     then consensus, then adjudicated — each with whether it is current: an independent
     label no later revision replaced, or the unit's final label."""
+    if len(labels) == 1:  # most units of a study without overlap: nothing to order
+        label = labels[0]
+        kind = label["kind"]
+        # A label never names itself as parent (its digest covers its parents).
+        if kind == LabelKind.INDEPENDENT or kind == LabelKind.ADJUDICATED:
+            return [(label, True)]
+        return [(label, unit["state"] == UnitState.AGREED)]
     independent = sorted(
         (label for label in labels if label["kind"] == LabelKind.INDEPENDENT),
         key=lambda label: (
@@ -590,8 +597,9 @@ def _write_chunk(
         tally.units += 1
         content = contents[unit["id"]]
         has_final = False
+        unit_parts: dict[int, tuple[bytes, bytes]] = {}
         for label, current in _ordered(by_unit.get(unit["id"], []), unit):
-            record, line = _record_line(study, content, label)
+            record, line = _record_line(study, content, label, unit_parts)
             kind = label["kind"]
             tally.kinds[kind] += 1
             tally.saw(label["created_at"])
@@ -668,8 +676,24 @@ def _parsed(label: dict[str, Any], reference: bool) -> None:
     label["fast"] = fast
 
 
+def _unit_parts(study: Study, content: UnitContent) -> tuple[bytes, bytes]:
+    """The unit's part of every record of its labels, serialized once: the canonical text
+    of the record's members that sort between ``annotation`` and ``parents`` (answer,
+    baseline, claimgate, codebook, documents, format_version) and of those after
+    ``parents`` (pipeline, query, sampling, source(s), the unit's digest), each without its
+    braces. A record's canonical text is then ``{"annotation":A,<middle>,"parents":P,<tail>}``
+    (members in sorted key order, compact separators)."""
+    body = record_body(study=study, content=content, annotation={}, parents=[])
+    middle = {key: value for key, value in body.items() if "annotation" < key < "parents"}
+    tail = {key: value for key, value in body.items() if key > "parents"}
+    return canonical_json_fast(middle)[1:-1], canonical_json_fast(tail)[1:-1]
+
+
 def _record_line(
-    study: Study, content: UnitContent, label: dict[str, Any]
+    study: Study,
+    content: UnitContent,
+    label: dict[str, Any],
+    unit_parts: dict[int, tuple[bytes, bytes]] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """The label's full record, rebuilt by audit.archive.records.record_build with the sealing
     left to this function: the record body is serialized once, canonically; its SHA-256
@@ -682,12 +706,33 @@ def _record_line(
     stored digest they are the canonical bytes the label was sealed with. When they do not
     (a value orjson parses or writes otherwise, which the fallbacks of
     :func:`canonical_json_fast` should leave none of), the label is parsed and serialized
-    again by the standard library, which decides."""
+    again by the standard library, which decides.
+
+    ``unit_parts``: the :func:`_unit_parts` of units already serialized, by unit id (a
+    unit's labels then share them: only the annotation and the parents are serialized per
+    label)."""
     if label["fast"]:
         record = record_body(
             study=study, content=content, annotation=label["annotation"], parents=label["parents"]
         )
-        data = canonical_json_fast(record)
+        parts = None if unit_parts is None else unit_parts.get(content.unit_id)
+        if parts is None:
+            parts = _unit_parts(study, content)
+            if unit_parts is not None:
+                unit_parts[content.unit_id] = parts
+        data = b"".join(
+            (
+                b'{"annotation":',
+                canonical_json_fast(label["annotation"]),
+                b",",
+                parts[0],
+                b',"parents":',
+                canonical_json_fast(label["parents"]),
+                b",",
+                parts[1],
+                b"}",
+            )
+        )
         digest = sha256_hex(data)
         if digest == label["record_digest"]:
             at = data.rfind(b',"sampling":')

@@ -108,3 +108,35 @@ def test_a_label_orjson_parses_otherwise_falls_back_to_the_standard_parser(db, r
     assert line == canonical_json_unchecked(record) + b"\n"
     assert type(built["annotation"]["note"]) is int
     assert label["fast"] is False
+
+
+def test_the_labels_of_a_unit_share_its_serialized_part(db, releases_root):
+    # The unit's part of a record is serialized once; each label's line splices its
+    # annotation and parents around it and is the canonical record, digest included.
+    study = labelled_study().study
+    unit = Unit.objects.filter(study=study).order_by("id").values(*UNIT_VALUES).first()
+    content = unit_contents_of(study=study, units=[unit])[unit["id"]]
+    first = record_build(
+        study=study,
+        content=content,
+        annotation={"kind": "independent", "annotator": "a-1", "note": "é 💶", "w": 0.25},
+        parents=[],
+    )
+    second = record_build(
+        study=study,
+        content=content,
+        annotation={"kind": "independent", "annotator": "a-1", "w": 3e-7},
+        parents=[first["record_digest"]],
+    )
+    shared: dict = {}
+    for record in (first, second):
+        label = {
+            "annotation_text": canonical_json_unchecked(record["annotation"]).decode("utf-8"),
+            "parents_text": canonical_json_unchecked(record["parents"]).decode("utf-8"),
+            "record_digest": record["record_digest"],
+        }
+        _parsed(label, reference=False)
+        built, line = _record_line(study, content, label, shared)
+        assert line == canonical_json_unchecked(record) + b"\n"
+        assert built == record
+    assert list(shared) == [unit["id"]]

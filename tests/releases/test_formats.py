@@ -221,3 +221,58 @@ def test_tables_written_by_batches_are_the_per_row_writers_bytes(tmp_path, fast)
         name = f"{table.name}.{ext}"
         assert (batched / name).read_bytes() == (per_row / name).read_bytes(), name
     assert files.rows == len(rows)
+
+
+def test_parquet_row_groups_from_batches_are_pyarrows_own_bytes(tmp_path, monkeypatch):
+    # A row group is gathered as Arrow arrays batch by batch (rows given column by column
+    # and one at a time, mixed); the file is the one pyarrow writes from each row group's
+    # values converted at once.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(rf, "PARQUET_ROW_GROUP", 1_200)
+    monkeypatch.setattr(rf, "TABLE_BATCH", 500)
+    table = rf.Table(
+        "mixed", (("s", "string"), ("i", "int"), ("f", "float"), ("b", "bool"), ("j", "json"))
+    )
+    rows = [
+        {
+            "s": None if n % 7 == 0 else _TRICKY[n % len(_TRICKY)],
+            "i": None if n % 5 == 0 else n * 1_000_003,
+            "f": None if n % 3 == 0 else n / 7,
+            "b": None if n % 4 == 0 else n % 2 == 0,
+            "j": None if n % 6 == 0 else f'{{"n":{n}}}',
+        }
+        for n in range(3_333)
+    ]
+    names = table.names
+    with (tmp_path / "batched.parquet").open("xb") as stream:
+        writer = rf.ParquetWriter(stream, table)
+        start, size = 0, 0
+        while start < len(rows):
+            size = size % 4 + 333
+            part = rows[start : start + size]
+            if start // size % 2:
+                for row in part:
+                    writer.write_texts(row, {"j": row["j"]} if row["j"] else {})
+            else:
+                writer.write_columns([[row[name] for row in part] for name in names], len(part))
+            start += size
+        writer.close()
+
+    schema = rf._arrow_schema(table)
+    with (tmp_path / "reference.parquet").open("xb") as stream:
+        reference = pq.ParquetWriter(stream, schema, **rf.PARQUET_OPTIONS)
+        for at in range(0, len(rows), 1_200):
+            group = rows[at : at + 1_200]
+            arrays = [
+                pa.array([row[name] for row in group], type=schema.field(name).type)
+                for name in names
+            ]
+            reference.write_batch(pa.record_batch(arrays, schema=schema), row_group_size=1_200)
+        reference.close()
+
+    assert (tmp_path / "batched.parquet").read_bytes() == (
+        tmp_path / "reference.parquet"
+    ).read_bytes()
+    assert pq.ParquetFile(tmp_path / "batched.parquet").metadata.num_row_groups == 3
