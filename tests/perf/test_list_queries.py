@@ -181,6 +181,9 @@ PAGES = [
     ("res", "study-reliability", True),
     ("res", "api-releases", True),
     ("res", "api-study-partitions", True),
+    ("res", "study-quality", True),
+    ("res", "api-quality", True),
+    ("res", "api-gold", True),
 ]
 
 
