@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from django.db.models import Count, Q
+
 from annotator.labelling.models import Label, LabelKind
 from annotator.memberships.models import Membership, Role
 from annotator.quality.models import GoldItem, QualitySummary
@@ -174,10 +176,13 @@ def _people(
 
 
 def gold_summary(*, study: Study) -> GoldSummary:
-    items = GoldItem.objects.filter(study=study)
+    """Two queries: the gold units (both counts in one), the gold labels."""
+    items = GoldItem.objects.filter(study=study).aggregate(
+        units=Count("id"), qualification_units=Count("id", filter=Q(qualification=True))
+    )
     return GoldSummary(
-        units=items.count(),
-        qualification_units=items.filter(qualification=True).count(),
+        units=items["units"],
+        qualification_units=items["qualification_units"],
         labels=Label.objects.filter(study=study, kind=LabelKind.GOLD).count(),
     )
 
