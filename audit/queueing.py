@@ -36,6 +36,7 @@ STUDY_GATE_REFRESH = "claimgate.study_gate_refresh"
 STUDY_REPORT_REFRESH = "claimgate.study_report_refresh"
 RELEASE_BUILD = "claimgate.release_build"
 STUDY_OUTCOMES_REFRESH = "claimgate.study_outcomes_refresh"
+STUDY_QUALITY_REFRESH = "claimgate.study_quality_refresh"
 #: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
 JOBS = (
     LABEL_SUBMITTED,
@@ -46,6 +47,7 @@ JOBS = (
     STUDY_REPORT_REFRESH,
     RELEASE_BUILD,
     STUDY_OUTCOMES_REFRESH,
+    STUDY_QUALITY_REFRESH,
 )
 
 #: How every job retries: with backoff on database errors; ``acks_late`` with

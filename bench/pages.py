@@ -881,13 +881,15 @@ def main(argv: list[str] | None = None) -> int:
             admin=users.get(username="admin"),
         )
         # What the workers would have done before anyone opens a page: a large study's
-        # outcome counts, and a report that stores its labels mark (a database built by
-        # an earlier version of this script has neither).
+        # outcome and agreement counts, and a report that stores its labels mark (a
+        # database built by an earlier version of this script has none of them).
+        from annotator.quality.services import quality_summary_refresh
         from audit.ledger.services import outcomes_summary_refresh
         from metrics.models import StudyReport
         from metrics.services import report_compute
 
         outcomes_summary_refresh(study=study)
+        quality_summary_refresh(study=study)
         if not StudyReport.objects.filter(study=study, status="done").exclude(labels_mark=""):
             report_compute(study=study)
         tuples = study.tuples.count()

@@ -55,6 +55,7 @@ TABLES = {
     "annotator.QualityPlan": "annotator_qualityplan",
     "annotator.GoldItem": "annotator_golditem",
     "annotator.KeptDraft": "annotator_keptdraft",
+    "annotator.QualitySummary": "annotator_qualitysummary",
     "metrics.StudyReport": "metrics_studyreport",
     "metrics.PredictionSet": "metrics_predictionset",
     "metrics.Prediction": "metrics_prediction",

@@ -31,6 +31,7 @@ from audit.queueing import (
     RETRY,
     STUDY_GATE_REFRESH,
     STUDY_OUTCOMES_REFRESH,
+    STUDY_QUALITY_REFRESH,
     STUDY_REPORT_REFRESH,
     debounce_release,
     queue_gate_refresh,
@@ -40,7 +41,7 @@ from audit.queueing import (
 
 def _follow_ups(study_id: int) -> None:
     """What new outcomes change: the reliability report (which refreshes the gate once
-    done), the gate and a large study's outcome counts, each coalesced per study and
+    done), the gate and a large study's outcome and agreement counts, each coalesced per study and
     started REFRESH_DELAY_SECONDS after the first outcome that asks for it: while people
     label, each runs at most once per that many seconds (their cost grows with the study)
     and the worker stays free for outcomes."""
@@ -48,6 +49,7 @@ def _follow_ups(study_id: int) -> None:
     queue_job_once(STUDY_REPORT_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_GATE_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_OUTCOMES_REFRESH, study_id, delay=delay)
+    queue_job_once(STUDY_QUALITY_REFRESH, study_id, delay=delay)
 
 
 @shared_task(name=OUTCOMES_PROCESS, **RETRY)

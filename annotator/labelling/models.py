@@ -112,7 +112,12 @@ class Label(models.Model):
                 fields=["unit", "annotator", "kind", "revision"], name="label_revision_once"
             ),
         ]
-        indexes = [models.Index(fields=["unit", "kind"], name="label_unit_kind")]
+        indexes = [
+            models.Index(fields=["unit", "kind"], name="label_unit_kind"),
+            # A study's labels of one kind, newest first: the marks of what a stored
+            # count counted (the last label's id) in one index probe.
+            models.Index(fields=["study", "kind", "id"], name="label_study_kind"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} label {self.record_digest[:12]}"

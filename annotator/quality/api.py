@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from annotator.access import study_get_for_researcher
 from annotator.errors import AnnotationError
 from annotator.filters import StrictQueryParams
-from annotator.quality.reports import gold_items_of, gold_summary, quality_of_annotators
+from annotator.quality.reports import gold_items_of, gold_summary, quality_shown
 from annotator.quality.scoring import Point, Proportion
 from annotator.quality.selectors import plan_of
 from annotator.quality.services import (
@@ -29,6 +29,7 @@ from annotator.quality.services import (
     gold_mark_from_finals,
     quality_plan_set,
 )
+from audit.queueing import STUDY_QUALITY_REFRESH, queue_job_once
 from config.api import StrictBooleanField, StrictCharField, StrictFloatField
 
 #: Gold units listed by GET /gold/ (the count is always complete).
@@ -231,6 +232,17 @@ class QualityApi(StrictQueryParams, APIView):
         study = serializers.SlugField()
         plan = serializers.DictField()
         interval = serializers.CharField(help_text="How every interval is computed.")
+        agreement_counted_at = serializers.DateTimeField(
+            allow_null=True,
+            help_text="A large study's agreement is counted by a worker: when it last was "
+            "(null: counted for this answer).",
+        )
+        agreement_stale = serializers.BooleanField(
+            help_text="Newer labels than the counted ones exist; a recount is queued."
+        )
+        agreement_counting = serializers.BooleanField(
+            help_text="Never counted yet (agreement shown as 0 of 0); a count is queued."
+        )
         annotators = serializers.ListField(child=serializers.DictField())
 
         class Meta:
@@ -238,11 +250,17 @@ class QualityApi(StrictQueryParams, APIView):
 
     def _body(self, study: Any) -> dict[str, Any]:
         plan = plan_of(study=study)
-        people = quality_of_annotators(
+        shown = quality_shown(
             study=study, qualification=(plan.qualification_size, plan.qualification_threshold)
         )
+        if shown.stale or shown.counting:
+            queue_job_once(STUDY_QUALITY_REFRESH, study.pk)
+        people = shown.people
         return {
             "study": study.slug,
+            "agreement_counted_at": shown.counted_at,
+            "agreement_stale": shown.stale,
+            "agreement_counting": shown.counting,
             "plan": {
                 "gold_rate": plan.gold_rate,
                 "qualification_size": plan.qualification_size,

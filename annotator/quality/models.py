@@ -90,3 +90,22 @@ class KeptDraft(models.Model):
 
     def __str__(self) -> str:
         return f"kept draft of unit {self.unit_id}"
+
+
+class QualitySummary(models.Model):
+    """A large study's agreement counts (per annotator, ISO week and block of 50 items)
+    as a worker last counted them, with the mark of the labels they counted
+    (``annotator.quality.reports.agreement_mark``). The quality page and API of a study
+    with more independent labels than ``QUALITY_INLINE_LABELS`` show these, saying when
+    they were counted and whether newer labels are being counted; a smaller study's are
+    counted in the request itself."""
+
+    study = models.OneToOneField(
+        "audit.Study", primary_key=True, on_delete=models.CASCADE, related_name="quality_summary"
+    )
+    mark = models.CharField(max_length=100)
+    data = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"quality counts of study {self.study_id} ({self.mark})"

@@ -18,32 +18,27 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
-from django.db import connection
-from django.db.models import CharField, F, Value, Window
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, Concat, RowNumber, TruncWeek
+from django.db.models import Count, Q
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.memberships.models import Membership, Role
-from annotator.quality.models import GoldItem
+from annotator.quality.models import GoldItem, QualitySummary
 from annotator.quality.scoring import (
-    BLOCK,
     Outcome,
     Point,
     Proportion,
     Qualification,
     Tally,
-    U,
     by_block,
     by_week,
-    fields_for,
     matches,
     series_of,
     values_of,
 )
+from annotator.quality.selectors import agreement_counted_inline, agreement_mark, agreement_tallies
 from audit.archive.models import Study
 
 
@@ -90,84 +85,63 @@ def _gold_outcomes(study: Study) -> tuple[dict[int, list[Outcome]], dict[int, li
     return everything, qualifying
 
 
-def _compared(study: Study) -> Concat:
-    """The compared fields of a label as one text, field by field ("1|1|U|0|…"): two
-    labels agree when their texts are equal. Read by the database (``->>`` on
-    PostgreSQL, ``json_extract`` on SQLite): no annotation is parsed in Python."""
-    if study.codebook.unit == "tuple":
-        paths = [f"annotation__predicates__{key}" for key in "IAMD"]
-        paths += ["annotation__passage_support", "annotation__source_role"]
-    else:
-        paths = [f"annotation__verdicts__{key}__value" for key in fields_for("answer")]
-    parts: list[Any] = []
-    for path in paths:
-        if parts:
-            parts.append(Value("|"))
-        parts.append(Coalesce(Cast(KT(path), CharField()), Value(U)))
-    return Concat(*parts, output_field=CharField())
-
-
-def _agreement_tallies(study: Study) -> dict[int, list[Tally]]:
-    """Each annotator's latest independent revision per unit (one window, as the
-    outcomes read heads); per head, how many other heads its unit has and how many of
-    those equal it (two windows over the heads), its ISO week and its number among the
-    annotator's heads in submission order (a third window); then summed by annotator,
-    week and block of 50 items. All in one statement: the database returns a few rows per
-    annotator, however many labels there are."""
-    ranked = (
-        Label.objects.filter(study=study, kind=LabelKind.INDEPENDENT)
-        .annotate(
-            compared=_compared(study),
-            week=TruncWeek("created_at"),
-            rank=Window(
-                RowNumber(),
-                partition_by=[F("unit_id"), F("annotator_id")],
-                order_by=[F("revision").desc(), F("id").desc()],
-            ),
-        )
-        .order_by()
-        .values("id", "unit_id", "annotator_id", "created_at", "week", "compared", "rank")
-    )
-    inner, params = ranked.query.sql_with_params()
-    # One scan of the labels: the heads are the rank-1 rows, and the windows over them
-    # run on what that scan read (an IN (…) of head ids joined back to the table cost a
-    # probe per head). Only the compiled SELECT is interpolated; values are parameters.
-    sql = (
-        "SELECT annotator_id, week, (item - 1) / %s AS block, "  # noqa: S608
-        "SUM(equal - 1), SUM(on_unit - 1), MAX(item - 1) FROM ("
-        "SELECT annotator_id, week, "
-        "COUNT(*) OVER (PARTITION BY unit_id) AS on_unit, "
-        "COUNT(*) OVER (PARTITION BY unit_id, compared) AS equal, "
-        "ROW_NUMBER() OVER (PARTITION BY annotator_id ORDER BY created_at, id) AS item "
-        f"FROM ({inner}) ranked WHERE ranked.rank = 1"
-        ") heads WHERE on_unit > 1 "
-        "GROUP BY annotator_id, week, (item - 1) / %s"
-    )
+def _tallies_from(data: dict[str, Any]) -> dict[int, list[Tally]]:
     tallies: dict[int, list[Tally]] = defaultdict(list)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [BLOCK, *params, BLOCK])
-        for annotator, week, block, right, n, last in cursor.fetchall():
-            if isinstance(week, str):  # SQLite returns the truncated instant as text
-                week = datetime.fromisoformat(week)
-            tallies[annotator].append(
-                Tally(week=week, block=int(block), right=int(right), n=int(n), last_item=int(last))
-            )
+    for annotator, week, block, right, n, last in data["tallies"]:
+        tallies[annotator].append(
+            Tally(week=date.fromisoformat(week), block=block, right=right, n=n, last_item=last)
+        )
     return tallies
+
+
+@dataclass(frozen=True)
+class QualityShown:
+    """What the quality page and API show. ``counted_at``: when a worker counted the
+    agreement of a large study (None when counted in this request); ``stale``: newer
+    labels are being counted; ``counting``: never counted yet (agreement shown empty)."""
+
+    people: list[AnnotatorQuality]
+    counted_at: datetime | None = None
+    stale: bool = False
+    counting: bool = False
+
+
+def quality_shown(*, study: Study, qualification: tuple[int, float] = (0, 0.8)) -> QualityShown:
+    """Every annotator's quality as the page shows it: agreement counted now for a study
+    of up to ``QUALITY_INLINE_LABELS`` independent labels; for a larger one, the counts
+    a worker stored, with when, and whether they are behind (the caller queues a recount
+    when they are, or when there are none yet). A fixed number of queries either way."""
+    if agreement_counted_inline(study=study):
+        return QualityShown(_people(study, qualification, agreement_tallies(study)))
+    summary = QualitySummary.objects.filter(study=study).first()
+    if summary is None:
+        return QualityShown(_people(study, qualification, {}), counting=True)
+    stale = summary.mark != agreement_mark(study=study)
+    return QualityShown(
+        _people(study, qualification, _tallies_from(summary.data)),
+        counted_at=summary.computed_at,
+        stale=stale,
+    )
 
 
 def quality_of_annotators(
     *, study: Study, qualification: tuple[int, float] = (0, 0.8)
 ) -> list[AnnotatorQuality]:
-    """Every annotator of the study (paused ones included), by pseudonym. Queries: the
-    memberships, the gold labels, the qualification units, the
+    """Every annotator of the study (paused ones included), by pseudonym, everything
+    counted now. Queries: the memberships, the gold labels, the qualification units, the
     independent heads. ``qualification``: the plan's (n, threshold)."""
+    return _people(study, qualification, agreement_tallies(study))
+
+
+def _people(
+    study: Study, qualification: tuple[int, float], agreement: dict[int, list[Tally]]
+) -> list[AnnotatorQuality]:
     memberships = list(
         Membership.objects.filter(study=study, role=Role.ANNOTATOR)
         .select_related("user")
         .order_by("pseudonym")
     )
     gold, qualifying = _gold_outcomes(study)
-    agreement = _agreement_tallies(study)
     required, threshold = qualification
     out = []
     for membership in memberships:
@@ -202,10 +176,13 @@ def quality_of_annotators(
 
 
 def gold_summary(*, study: Study) -> GoldSummary:
-    items = GoldItem.objects.filter(study=study)
+    """Two queries: the gold units (both counts in one), the gold labels."""
+    items = GoldItem.objects.filter(study=study).aggregate(
+        units=Count("id"), qualification_units=Count("id", filter=Q(qualification=True))
+    )
     return GoldSummary(
-        units=items.count(),
-        qualification_units=items.filter(qualification=True).count(),
+        units=items["units"],
+        qualification_units=items["qualification_units"],
         labels=Label.objects.filter(study=study, kind=LabelKind.GOLD).count(),
     )
 

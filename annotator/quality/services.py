@@ -17,8 +17,9 @@ from django.utils import timezone
 from annotator.errors import AnnotationError
 from annotator.labelling.models import Assignment, Draft, Label, LabelKind
 from annotator.memberships.models import Membership, Role
-from annotator.quality.models import GoldItem, GoldSource, KeptDraft, QualityPlan
+from annotator.quality.models import GoldItem, GoldSource, KeptDraft, QualityPlan, QualitySummary
 from annotator.quality.scoring import key_of, key_problem, values_of
+from annotator.quality.selectors import agreement_counted_inline, agreement_data, agreement_mark
 from audit.archive.models import Study, Unit, UnitState
 from audit.contract.texts import text_problem
 
@@ -336,3 +337,21 @@ def annotator_resume(*, study: Study, annotator: AbstractBaseUser) -> None:
     with transaction.atomic():
         membership = _membership(study, annotator)
         Membership.objects.filter(pk=membership.pk).update(paused_at=None)
+
+
+def quality_summary_refresh(*, study: Study) -> str:
+    """Count a large study's agreement and store it with the mark read before counting
+    (a label that arrives meanwhile leaves the summary marked behind, so it is counted
+    again). A study small enough to count in a request stores nothing. Returns
+    "inline", "current" or "counted"."""
+    if agreement_counted_inline(study=study):
+        QualitySummary.objects.filter(study=study).delete()
+        return "inline"
+    mark = agreement_mark(study=study)
+    stored = QualitySummary.objects.filter(study=study).values_list("mark", flat=True).first()
+    if stored == mark:
+        return "current"
+    QualitySummary.objects.update_or_create(
+        study=study, defaults={"mark": mark, "data": agreement_data(study)}
+    )
+    return "counted"

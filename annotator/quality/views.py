@@ -20,7 +20,7 @@ from annotator.access import study_get_for_researcher
 from annotator.errors import AnnotationError
 from annotator.quality.charts import drift_chart
 from annotator.quality.forms import GoldFromFinalsForm, KeyFileForm, PlanForm
-from annotator.quality.reports import gold_items_of, gold_summary, quality_of_annotators
+from annotator.quality.reports import gold_items_of, gold_summary, quality_shown
 from annotator.quality.selectors import plan_of
 from annotator.quality.services import (
     MAX_KEY_FILE,
@@ -32,6 +32,7 @@ from annotator.quality.services import (
     quality_plan_set,
 )
 from audit.archive.models import Study
+from audit.queueing import STUDY_QUALITY_REFRESH, queue_job_once
 
 ACTION_PLAN = "plan"
 ACTION_FINALS = "gold-from-finals"
@@ -40,9 +41,12 @@ ACTION_FILE = "gold-from-file"
 
 def _page(request: HttpRequest, study: Study, status: int = 200, **forms: Any) -> HttpResponse:
     plan = plan_of(study=study)
-    people = quality_of_annotators(
+    shown = quality_shown(
         study=study, qualification=(plan.qualification_size, plan.qualification_threshold)
     )
+    if shown.stale or shown.counting:
+        queue_job_once(STUDY_QUALITY_REFRESH, study.pk)
+    people = shown.people
     rows = [
         {
             "person": person,
@@ -58,6 +62,7 @@ def _page(request: HttpRequest, study: Study, status: int = 200, **forms: Any) -
     context = {
         "study": study,
         "plan": plan,
+        "shown": shown,
         "summary": gold_summary(study=study),
         "gold_items": gold_items_of(study=study),
         "rows": rows,

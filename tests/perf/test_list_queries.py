@@ -181,6 +181,9 @@ PAGES = [
     ("res", "study-reliability", True),
     ("res", "api-releases", True),
     ("res", "api-study-partitions", True),
+    ("res", "study-quality", True),
+    ("res", "api-quality", True),
+    ("res", "api-gold", True),
 ]
 
 
@@ -230,6 +233,34 @@ def test_every_list_reads_the_study_in_a_fixed_number_of_queries(world):
         if produced > ROWS_PER_STORED_ROW * stored:
             problems.append(f"{url}: the plans produced {produced:.0f} rows for {stored} stored")
     assert not problems, "\n".join(problems)
+
+
+QUALITY_PAGES = [("res", "study-quality"), ("res", "api-quality"), ("res", "api-gold")]
+
+
+def test_a_large_studys_quality_page_reads_stored_counts_in_a_fixed_number_of_queries(
+    world, settings
+):
+    """Above QUALITY_INLINE_LABELS the quality page and API read the agreement a worker
+    counted (annotator.quality.services.quality_summary_refresh): the same number of
+    queries before and after the study grew, counted or behind."""
+    from annotator.quality.reports import quality_shown
+    from annotator.quality.services import quality_summary_refresh
+
+    settings.QUALITY_INLINE_LABELS = 1
+    targets = [(world.people[role], _url(world, name, True)) for role, name in QUALITY_PAGES]
+    assert quality_summary_refresh(study=world.study) == "counted"
+    before = _measure(world, targets)
+    _grow(world, observations=12, labelled_units=6)
+    assert quality_shown(study=world.study).stale
+    behind = _measure(world, targets)
+    assert quality_summary_refresh(study=world.study) == "counted"
+    after = _measure(world, targets)
+    stored = _stored_rows()
+
+    for (_, url), first, second, third in zip(targets, before, behind, after, strict=True):
+        assert first[0] == second[0] == third[0] <= MAX_QUERIES, (url, first, second, third)
+        assert third[1] <= ROWS_PER_STORED_ROW * stored, (url, third[1], stored)
 
 
 @pytest.mark.postgres
