@@ -328,8 +328,8 @@ def _started_unit(
         f"SELECT u.id, EXISTS (SELECT 1 FROM {t['kept']} k "  # noqa: S608 (table names only)
         f"WHERE k.annotator_id = %s AND k.unit_id = u.id) FROM {t['unit']} u "
         "WHERE u.study_id = %s AND u.assigned_count >= 1 AND u.assigned_count < %s "
-        f"AND NOT EXISTS (SELECT 1 FROM {t['sight']} s WHERE s.user_id = %s AND s.unit_id = u.id) "
-        f"AND NOT EXISTS (SELECT 1 FROM {t['assignment']} a "
+        f"AND NOT EXISTS(SELECT 1 FROM {t['sight']} s WHERE s.user_id = %s AND s.unit_id = u.id) "
+        f"AND NOT EXISTS(SELECT 1 FROM {t['assignment']} a "
         "WHERE a.annotator_id = %s AND a.unit_id = u.id) "
         f'ORDER BY (SELECT p."key" FROM {t["position"]} p '
         "WHERE p.order_id = %s AND p.unit_id = u.id) ASC NULLS LAST, u.id ASC "
@@ -362,11 +362,11 @@ def _fresh_position(
     t = _tables()
     seen = f"SELECT 1 FROM {t['sight']} s WHERE s.user_id = %s AND s.unit_id = p.unit_id"  # noqa: S608
     mine = f"SELECT 1 FROM {t['assignment']} a WHERE a.annotator_id = %s AND a.unit_id = p.unit_id"  # noqa: S608
-    where = ["p.order_id = %s", "u.assigned_count = 0", f"NOT EXISTS ({seen})"]
+    where = ["p.order_id = %s", "u.assigned_count = 0", f"NOT EXISTS({seen})"]
     kept = f"SELECT 1 FROM {t['kept']} k WHERE k.annotator_id = %s AND k.unit_id = p.unit_id"  # noqa: S608
     params: list[Any] = [annotator.pk, order.pk, annotator.pk]
     if has_gold:
-        where.append(f"NOT EXISTS ({mine})")
+        where.append(f"NOT EXISTS({mine})")
         params.append(annotator.pk)
     if after is not None:
         where.append('p."key" > %s')
