@@ -9,6 +9,7 @@ Every refusal is logged.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
@@ -43,6 +44,37 @@ def roles_in_study(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> s
     if not user.is_authenticated:
         return set()
     return set(Membership.objects.filter(user=user, study=study).values_list("role", flat=True))
+
+
+@dataclass(frozen=True)
+class AnnotatorSeat:
+    """What the labelling loop needs of the caller's annotator membership, read with their
+    roles in the access check so that no request reads a membership twice: the pseudonym
+    records name them by, and whether a researcher paused them."""
+
+    pseudonym: str
+    paused: bool
+
+
+def _roles_and_seat(
+    *, user: AbstractBaseUser | AnonymousUser, study: Study
+) -> tuple[set[str], AnnotatorSeat | None]:
+    """:func:`roles_in_study` and, in the same query, the annotator membership's seat
+    (``None`` without the annotator role)."""
+    if not user.is_authenticated:
+        return set(), None
+    rows = (
+        Membership.objects.filter(user=user, study=study)
+        .order_by("pk")
+        .values_list("role", "pseudonym", "paused_at")
+    )
+    roles: set[str] = set()
+    seat = None
+    for role, pseudonym, paused_at in rows:
+        roles.add(role)
+        if role == Role.ANNOTATOR and seat is None:
+            seat = AnnotatorSeat(pseudonym=pseudonym, paused=paused_at is not None)
+    return roles, seat
 
 
 def may_see_gate(*, user: AbstractBaseUser | AnonymousUser, roles: set[str]) -> bool:
@@ -106,10 +138,25 @@ def study_get_for_researcher(*, user: AbstractBaseUser | AnonymousUser, slug: st
 
 
 def study_get_for_annotator(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:
-    study, roles = _study_with_roles(user=user, slug=slug)
-    if Role.ANNOTATOR not in roles:
+    return study_seat_for_annotator(user=user, slug=slug)[0]
+
+
+def study_seat_for_annotator(
+    *, user: AbstractBaseUser | AnonymousUser, slug: str
+) -> tuple[Study, AnnotatorSeat]:
+    """:func:`study_get_for_annotator`, with the caller's :class:`AnnotatorSeat` read by
+    the same membership query."""
+    study = Study.objects.select_related("codebook").filter(slug=slug).first()
+    if study is None:
+        _refuse(user, f"no study {slug!r}", Http404)
+    if not user.is_authenticated:
+        _refuse(user, f"anonymous access to study {slug!r}", Http404)
+    roles, seat = _roles_and_seat(user=user, study=study)
+    if not user.is_superuser and not roles:
+        _refuse(user, f"not a member of study {slug!r}", Http404)
+    if seat is None:
         _refuse(user, f"not an annotator of study {slug!r}", PermissionDenied)
-    return study
+    return study, seat
 
 
 def assignment_get_for_annotator(
@@ -117,6 +164,14 @@ def assignment_get_for_annotator(
 ) -> Assignment:
     """An assignment, only for the annotator who holds it. Anyone else — another
     annotator of the same study included — is told it does not exist (blinding)."""
+    return assignment_seat_for_annotator(user=user, assignment_id=assignment_id)[0]
+
+
+def assignment_seat_for_annotator(
+    *, user: AbstractBaseUser | AnonymousUser, assignment_id: int
+) -> tuple[Assignment, AnnotatorSeat]:
+    """:func:`assignment_get_for_annotator`, with the caller's :class:`AnnotatorSeat`
+    read by the same membership query."""
     assignment = (
         Assignment.objects.select_related("study__codebook", "unit")
         .filter(pk=assignment_id)
@@ -128,9 +183,10 @@ def assignment_get_for_annotator(
         _refuse(user, f"anonymous access to assignment {assignment_id}", Http404)
     if assignment.annotator_id != user.pk:
         _refuse(user, f"assignment {assignment_id} belongs to someone else", Http404)
-    if Role.ANNOTATOR not in roles_in_study(user=user, study=assignment.study):
+    seat = _roles_and_seat(user=user, study=assignment.study)[1]
+    if seat is None:
         _refuse(user, f"no longer an annotator of study {assignment.study.slug!r}", Http404)
-    return assignment
+    return assignment, seat
 
 
 def study_get_for_adjudicator(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study:

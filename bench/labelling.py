@@ -58,7 +58,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
 
-DB_PREFIX = "claimgate_bench_labelling"  # + _<tuples>
+#: The bench database: ``<prefix>_<tuples>`` (CLAIMGATE_BENCH_DB_PREFIX names another prefix,
+#: for runs side by side on one server).
+DB_PREFIX = os.environ.get("CLAIMGATE_BENCH_DB_PREFIX", "claimgate_bench_labelling")
 SLUG = "labelling"
 PEOPLE = 8
 QUEUE = "claimgate"  # CELERY_TASK_DEFAULT_QUEUE

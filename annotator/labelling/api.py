@@ -32,7 +32,12 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from annotator.access import assignment_get_for_annotator, study_get_for_annotator
+from annotator.access import (
+    assignment_get_for_annotator,
+    assignment_seat_for_annotator,
+    study_get_for_annotator,
+    study_seat_for_annotator,
+)
 from annotator.filters import (
     AssignmentFilter,
     ListPagination,
@@ -55,7 +60,7 @@ from annotator.labelling.services import (
     RevisionUnchanged,
     StaleRevision,
     SubmissionIdReused,
-    assignment_next,
+    assignment_handed,
     draft_save,
     label_submit,
 )
@@ -408,20 +413,19 @@ class AssignmentNextApi(AnnotatorApi):
     def post(self, request: Request, slug: str) -> Response:
         """Your next unit: 201 when a new one is handed out, 200 when your unfinished
         assignment comes back (it does until it is submitted), 204 when nothing is left."""
-        study = study_get_for_annotator(user=request.user, slug=slug)
-        had_open = Assignment.objects.filter(
-            study=study, annotator=request.user, submitted_at__isnull=True
-        ).exists()
+        # The membership read of the access check says whether they are paused too.
+        study, seat = study_seat_for_annotator(user=request.user, slug=slug)
         try:
-            assignment = assignment_next(study=study, annotator=request.user)
+            handed = assignment_handed(study=study, annotator=request.user, paused=seat.paused)
         except AnnotationError as exc:  # paused, or the qualification set stands in the way
             return _error(exc, status.HTTP_403_FORBIDDEN)
+        assignment = handed.assignment
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         # The queue hands out the caller's own units of this study only (access checked
         # above): the study as read there serves the answer, not read again.
         assignment.study = study
-        if had_open:
+        if not handed.new:
             return Response(assignment_detail(assignment))
         location = reverse("api-assignment", args=[assignment.pk], request=request)
         return Response(
@@ -653,7 +657,10 @@ class LabelsApi(AnnotatorApi):
         """Submit a revision. Idempotent per client_submission_id; checked by the record
         contract; a submission editing an outdated revision, or identical to the latest one
         (reason unchanged_revision), answers 409 with the latest and stores nothing."""
-        assignment = assignment_get_for_annotator(user=request.user, assignment_id=assignment_id)
+        # The membership read of the access check gives the pseudonym records name them by.
+        assignment, seat = assignment_seat_for_annotator(
+            user=request.user, assignment_id=assignment_id
+        )
         payload = self.Input(data=request.data)
         payload.is_valid(raise_exception=True)
         parent = self._parent_digest(_if_match_tags(request))
@@ -664,6 +671,7 @@ class LabelsApi(AnnotatorApi):
                 annotation=payload.validated_data["annotation"],
                 client_submission_id=payload.validated_data["client_submission_id"],
                 parent_digest=parent,
+                pseudonym=seat.pseudonym,
             )
         except (StaleRevision, RevisionUnchanged) as exc:
             latest = LabelOutput(exc.head, context=seen).data if exc.head is not None else None

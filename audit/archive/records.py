@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from django.db.models import F
+
 from audit.archive import mapping
 from audit.archive.models import CodebookUnit, Observation, Study, Tuple, Unit
 from audit.contract.digests import seal_record
@@ -82,17 +84,22 @@ def _source_order(kind: str) -> tuple[str, ...]:
 def unit_content(*, unit: Unit) -> UnitContent:
     """Two queries: the unit with its tuple and archive rows (and its baseline's, for an
     answer pair), then (all but tuple units) the observations' tuples with their sources."""
-    unit = Unit.objects.select_related(
-        "study__codebook",
-        "tuple__source",
-        "observation__query",
-        "observation__pipeline",
-        "observation__answer",
-        "baseline__pipeline",
-        "baseline__answer",
-    ).get(pk=unit.pk)
+    # The codebook's kind of unit only, not its row: its definition (a wide JSON value,
+    # parsed on every read) is not needed here.
+    unit = (
+        Unit.objects.select_related(
+            "tuple__source",
+            "observation__query",
+            "observation__pipeline",
+            "observation__answer",
+            "baseline__pipeline",
+            "baseline__answer",
+        )
+        .annotate(codebook_unit=F("study__codebook__unit"))
+        .get(pk=unit.pk)
+    )
     observation = unit.observation
-    kind = unit.study.codebook.unit
+    kind = unit.codebook_unit
     baseline = None
     if unit.tuple is not None:
         tuples = [unit.tuple]
@@ -116,7 +123,7 @@ def unit_content(*, unit: Unit) -> UnitContent:
             }
     return UnitContent(
         unit_id=unit.pk,
-        codebook_unit=unit.study.codebook.unit,
+        codebook_unit=kind,
         digest=unit.digest,
         query=mapping.query_as_dict(observation.query),
         pipeline=mapping.pipeline_as_dict(observation.pipeline),

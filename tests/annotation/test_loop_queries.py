@@ -21,13 +21,15 @@ pytestmark = pytest.mark.django_db
 
 #: Statements of one request (the test's transaction makes each atomic block a SAVEPOINT
 #: and its RELEASE, which a real request's BEGIN and COMMIT replace).
-NEXT_NEW = 19  # study, roles, open?, paused?, unfinished, gold?, the annotator's order,
-#                the started-unit walk, the fresh-position walk, cursor, last item number,
-#                insert, count +1, kept draft?, the unit's content; 4 savepoint statements
+NEXT_NEW = 15  # study, roles with the pause, unfinished, gold?, the annotator's order,
+#                the started-unit walk and the fresh-position walk (each with the kept
+#                draft?), cursor, insert (numbered by the INSERT), count +1, the unit's
+#                content; 4 savepoint statements
 #                (the first next of an annotator also draws their order: not counted here)
-NEXT_OPEN = 8  # study, roles, open?, paused?, unfinished, content, draft, head
-SUBMIT = 15  # assignment, roles, lock + seen, replay + head, content, pseudonym, insert,
-#              assignment, unit, draft, waiting outcome; 4 savepoint statements
+NEXT_OPEN = 6  # study, roles with the pause, unfinished, content, draft, head
+SUBMIT = 12  # assignment, roles with the pseudonym, lock + seen, replay + head, content,
+#              insert, assignment, unit, draft, waiting outcome; 2 savepoint statements
+#              (the label's INSERT has none of its own: losing it rolls the whole back)
 
 
 @pytest.fixture(autouse=True)
