@@ -39,10 +39,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
-from django.db.models import Count
+from django.conf import settings as django_settings
+from django.db.models import Count, Max
 from django.db.models.fields.json import KeyTransform
 
 from annotator.labelling.models import Label, LabelKind
@@ -50,8 +51,9 @@ from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, 
 from audit.contract.codebook import codebook_from_dict
 from audit.contract.fields import side_fields
 from audit.contract.sides import picked_side
-from audit.partitions.selectors import UNASSIGNED
+from audit.partitions.selectors import UNASSIGNED, partitions_mark
 from metrics.comparison import Pairwise, Side, compare
+from metrics.models import ComparisonSummary
 from metrics.position_bias import LeftShare, left_shares
 from metrics.protocol import (
     Contradiction,
@@ -563,3 +565,91 @@ def pairwise_left_shares(study: Study) -> dict[Hashable, LeftShare]:
         # "same" stays "same"; U and any other code count as unresolved
         picks.append((annotation.get("annotator"), side or ("same" if value == "same" else None)))
     return left_shares(picks)
+
+
+# --- the stored comparison ------------------------------------------------------------------
+
+#: Below this many units over the setting's studies the page computes Table II in the
+#: request (the demo shows numbers at once); above it, a worker computes and stores it.
+COMPARISON_INLINE_UNITS = 20_000
+
+
+def comparison_inline(setting: Setting) -> bool:
+    """Whether the setting is small enough to compute its comparison in a request. One
+    query."""
+    limit = getattr(django_settings, "COMPARISON_INLINE_UNITS", COMPARISON_INLINE_UNITS)
+    present = [s.pk for s in setting.studies.values() if s is not None]
+    return not Unit.objects.filter(study_id__in=present).values("id")[limit : limit + 1].exists()
+
+
+def comparison_mark(setting: Setting) -> str:
+    """Changes whenever a comparison of the setting may: which study is the setting's for
+    each protocol, a new label in one of them (labels are append-only, and a unit's final
+    record changes only with a new label), new units, a change of partitions or the
+    freeze. Three short queries per study."""
+    parts = []
+    for protocol in PROTOCOLS:
+        study = setting.studies[protocol]
+        if study is None:
+            parts.append("-")
+            continue
+        last_label = (
+            Label.objects.filter(study=study).order_by("-id").values_list("id", flat=True).first()
+        )
+        units = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+        parts.append(
+            f"{study.pk}:{last_label or 0}:{units['n']}:{units['last'] or 0}:"
+            f"{partitions_mark(study)}"
+        )
+    return "|".join(parts)
+
+
+def left_shares_rows(setting: Setting) -> list[dict[str, Any]]:
+    """Each annotator's share of left picks in the setting's pairwise study, as JSON."""
+    study = setting.studies.get(PAIRWISE)
+    if study is None:
+        return []
+    return [
+        {"annotator": str(annotator), **vars(share)}
+        for annotator, share in sorted(pairwise_left_shares(study).items(), key=lambda i: str(i[0]))
+    ]
+
+
+def comparison_data(setting: Setting, evaluated: int, baseline: int) -> dict[str, Any]:
+    """What a stored comparison holds (``ComparisonSummary.data``): the comparison and the
+    setting's position-bias shares, as JSON values."""
+    return {
+        "comparison": comparison_fetch(setting, evaluated, baseline),
+        "left_shares": left_shares_rows(setting),
+    }
+
+
+@dataclass(frozen=True)
+class ComparisonShown:
+    """What the comparison page and its CSV show. ``data`` is ``None`` while a worker
+    computes the first one (``computing``); ``computed_at`` is set for a stored one, and
+    ``stale`` when the setting has changed since (a newer one is being computed)."""
+
+    data: dict[str, Any] | None
+    computed_at: datetime | None = None
+    stale: bool = False
+    computing: bool = False
+
+
+def comparison_shown(setting: Setting, evaluated: int, baseline: int) -> ComparisonShown:
+    """Computed now for a small setting (:func:`comparison_inline`); for a larger one, the
+    comparison a worker stored for the page's study and this pair, with when, and whether
+    it is behind (the caller asks for a new one when it is, or when there is none)."""
+    if comparison_inline(setting):
+        return ComparisonShown(comparison_data(setting, evaluated, baseline))
+    stored = (
+        ComparisonSummary.objects.filter(
+            study=setting.study, evaluated_id=evaluated, baseline_id=baseline
+        )
+        .values_list("mark", "data", "computed_at")
+        .first()
+    )
+    if stored is None or stored[1] is None:
+        return ComparisonShown(None, computing=True)
+    mark, data, computed_at = stored
+    return ComparisonShown(data, computed_at, stale=mark != comparison_mark(setting))
