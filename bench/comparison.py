@@ -187,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
             with CaptureQueriesContext(connection) as page_queries:
                 shown = ps.comparison_shown(ps.protocol_setting(study), evaluated, baseline)
             page_ms.append(1000 * (time.perf_counter() - started))
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            ps.comparison_shown(ps.protocol_setting(study), evaluated, baseline)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
         assert shown.data is not None, "the comparison is stored"
         assert not shown.stale, "the stored comparison is current"
         page_ms = sorted(page_ms[1:])  # the first warms the caches

@@ -406,7 +406,21 @@ def pairwise_counts(study: Study, evaluated: int, baseline: int) -> PairwiseCoun
 
 
 def pipeline_pairs(study: Study) -> list[tuple[int, int, int]]:
-    """(evaluated pipeline, baseline pipeline, units) of an answer_pair study, most first."""
+    """(evaluated pipeline, baseline pipeline, units) of an answer_pair study, most first;
+    cached under the count and last id of its units (units are only ever added)."""
+    seen = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    key = (
+        f"claimgate:pipeline-pairs:{connection.settings_dict['NAME']}:{study.pk}:"
+        f"{seen['n']}:{seen['last'] or 0}"
+    )
+    pairs = cache.get(key)
+    if pairs is None:
+        pairs = _pipeline_pairs_read(study)
+        cache.set(key, pairs, timeout=None)
+    return [tuple(pair) for pair in pairs]
+
+
+def _pipeline_pairs_read(study: Study) -> list[tuple[int, int, int]]:
     rows = (
         Unit.objects.filter(study=study, baseline__isnull=False)
         .values_list("observation__pipeline_id", "baseline__pipeline_id")
@@ -620,9 +634,9 @@ def comparison_mark(setting: Setting) -> str:
         if study is None:
             parts.append("-")
             continue
-        last_label = (
-            Label.objects.filter(study=study).order_by("-id").values_list("id", flat=True).first()
-        )
+        # An aggregate over the study's labels, not ORDER BY id DESC LIMIT 1: PostgreSQL
+        # may walk the primary key backwards through every other study's labels for that.
+        last_label = Label.objects.filter(study=study).aggregate(last=Max("id"))["last"]
         units = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
         parts.append(
             f"{study.pk}:{last_label or 0}:{units['n']}:{units['last'] or 0}:"
