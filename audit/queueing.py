@@ -37,6 +37,7 @@ STUDY_REPORT_REFRESH = "claimgate.study_report_refresh"
 RELEASE_BUILD = "claimgate.release_build"
 STUDY_OUTCOMES_REFRESH = "claimgate.study_outcomes_refresh"
 STUDY_QUALITY_REFRESH = "claimgate.study_quality_refresh"
+STUDY_COMPARISON_REFRESH = "claimgate.study_comparison_refresh"
 #: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
 JOBS = (
     LABEL_SUBMITTED,
@@ -48,6 +49,7 @@ JOBS = (
     RELEASE_BUILD,
     STUDY_OUTCOMES_REFRESH,
     STUDY_QUALITY_REFRESH,
+    STUDY_COMPARISON_REFRESH,
 )
 
 #: How every job retries: with backoff on database errors; ``acks_late`` with
@@ -186,7 +188,8 @@ def queue_job_once(name: str, study_id: int, *, delay: float = 0) -> None:
     """Queue ``name(study_id)`` once the current transaction commits, unless one is
     already queued (and not yet started) for the study: a burst of events queues one
     job, not one per event. This is the one coalescing mechanism for every per-study
-    refresh — outcomes, the gate, the reliability report, the outcome counts.
+    refresh — outcomes, the gate, the reliability report, the outcome counts, the
+    stored comparisons (Table II).
 
     The mark is taken after the commit (a rolled-back write marks nothing) with one
     atomic SET NX in the broker's Redis (:func:`_marks_redis`), so it adds no database

@@ -1,7 +1,12 @@
 """The comparison report (seed 002's Table II) of a protocol study's setting: a page where
 a researcher picks an evaluated pipeline and its baseline, and its CSV. Thin: access
 through annotator.access, reads from metrics.protocol_selectors (which calls the pure
-metrics.comparison)."""
+metrics.comparison).
+
+A small setting is computed in the request; a larger one (``COMPARISON_INLINE_UNITS``) is
+shown as a worker stored it (metrics.models.ComparisonSummary), with when; when there is
+none yet or it is behind, the page asks for one (``claimgate.study_comparison_refresh``,
+coalesced like every per-study refresh) and polls until it is there."""
 
 from __future__ import annotations
 
@@ -14,16 +19,17 @@ from django.views.decorators.http import require_GET
 
 from annotator.access import study_get_for_researcher
 from audit.ledger.downloads import csv_response
+from audit.queueing import STUDY_COMPARISON_REFRESH, queue_job_once
 from metrics.comparison import csv_rows, delta_chart
 from metrics.protocol_selectors import (
-    PAIRWISE,
     PROTOCOL_LABELS,
     PROTOCOLS,
+    ComparisonShown,
     Setting,
-    comparison_fetch,
-    pairwise_left_shares,
+    comparison_shown,
     protocol_setting,
 )
+from metrics.services import comparison_request
 
 REASONS = {
     "no_study": "no study of this protocol in the setting",
@@ -127,23 +133,22 @@ def _rows_view(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _left_shares_view(setting: Setting) -> list[dict[str, Any]]:
+def _left_shares_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The share of left picks of each annotator of the setting's pairwise study: a
     position-bias check (about half for an annotator with no bias toward a side)."""
-    study = setting.studies.get(PAIRWISE)
-    if study is None:
-        return []
     return [
-        {
-            "annotator": annotator,
-            "left": share.left,
-            "right": share.right,
-            "same": share.same,
-            "unresolved": share.unresolved,
-            "share": "—" if share.share is None else f"{share.share:.0%}",
-        }
-        for annotator, share in sorted(pairwise_left_shares(study).items(), key=lambda i: str(i[0]))
+        {**row, "share": "—" if row["share"] is None else f"{row['share']:.0%}"} for row in rows
     ]
+
+
+def _shown(setting: Setting, evaluated: int, baseline: int) -> ComparisonShown:
+    """The comparison to show; asks a worker for a new one when there is none or it is
+    behind (a burst of requests queues one job)."""
+    shown = comparison_shown(setting, evaluated, baseline)
+    if shown.computing or shown.stale:
+        comparison_request(study=setting.study, evaluated=evaluated, baseline=baseline)
+        queue_job_once(STUDY_COMPARISON_REFRESH, setting.study.pk)
+    return shown
 
 
 @login_required
@@ -151,9 +156,10 @@ def _left_shares_view(setting: Setting) -> list[dict[str, Any]]:
 def study_comparison(request: HttpRequest, slug: str) -> HttpResponse:
     setting = _setting_of(request, slug)
     evaluated, baseline, errors = _pick(request, setting)
-    comparison = None
+    shown = ComparisonShown(None)
     if not errors and evaluated is not None and baseline is not None:
-        comparison = comparison_fetch(setting, evaluated, baseline)
+        shown = _shown(setting, evaluated, baseline)
+    comparison = shown.data["comparison"] if shown.data else None
     context = {
         "study": setting.study,
         "setting": setting,
@@ -165,9 +171,10 @@ def study_comparison(request: HttpRequest, slug: str) -> HttpResponse:
         "baseline": baseline,
         "errors": errors,
         "comparison": comparison,
+        "shown": shown,
         "rows": _rows_view(comparison) if comparison else [],
         "chart": delta_chart(comparison) if comparison else None,
-        "left_shares": _left_shares_view(setting),
+        "left_shares": _left_shares_view(shown.data["left_shares"]) if shown.data else [],
     }
     return render(request, "metrics/comparison.html", context, status=400 if errors else 200)
 
@@ -180,7 +187,16 @@ def study_comparison_csv(request: HttpRequest, slug: str) -> HttpResponse:
     if errors or evaluated is None or baseline is None:
         message = "; ".join(errors) or "choose an evaluated pipeline and its baseline"
         return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-    comparison = comparison_fetch(setting, evaluated, baseline)
+    shown = _shown(setting, evaluated, baseline)
+    if shown.data is None:
+        response = HttpResponse(
+            "This comparison is being computed by a worker; try again shortly.\n",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Retry-After"] = "10"
+        return response
+    comparison = shown.data["comparison"]
     stamp = [
         f"# evaluated {comparison['evaluated']['name']}",
         f"baseline {comparison['baseline']['name']}",
@@ -189,4 +205,6 @@ def study_comparison_csv(request: HttpRequest, slug: str) -> HttpResponse:
         f" seed {comparison['seed']})",
     ]
     name = f"{setting.study.slug}-comparison-{evaluated}-{baseline}.csv"
+    if shown.computed_at is not None:  # a stored one: say when it was computed
+        name = name.replace(".csv", f"-as-of-{shown.computed_at:%Y%m%dT%H%M%SZ}.csv")
     return csv_response([stamp, *csv_rows(comparison)], name)

@@ -8,13 +8,14 @@ from celery import shared_task
 from audit.archive.models import Study
 from audit.queueing import (
     RETRY,
+    STUDY_COMPARISON_REFRESH,
     STUDY_REPORT_REFRESH,
     debounce_release,
     queue_gate_refresh,
     queue_job_once,
 )
 from metrics.models import ReportStatus, StudyReport
-from metrics.services import report_refresh
+from metrics.services import comparisons_refresh, report_refresh
 
 
 @shared_task(name=STUDY_REPORT_REFRESH, **RETRY)
@@ -33,3 +34,12 @@ def study_report_refresh(study_id: int) -> str:
         return "debounced"
     queue_gate_refresh(study_id)
     return report.status
+
+
+@shared_task(name=STUDY_COMPARISON_REFRESH, **RETRY)
+def study_comparison_refresh(study_id: int) -> dict[str, int]:
+    """Recompute the study's stored comparisons that are behind (queued once per burst:
+    audit.queueing); one that is current is left as it is."""
+    debounce_release(STUDY_COMPARISON_REFRESH, study_id)
+    study = Study.objects.select_related("codebook").get(pk=study_id)
+    return comparisons_refresh(study=study)

@@ -144,3 +144,35 @@ class VeriScoreCohort(models.Model):
 
     def __str__(self) -> str:
         return f"VeriScore cohort of study {self.study_id}"
+
+
+class ComparisonSummary(models.Model):
+    """One Table II comparison (metrics.protocol_selectors.comparison_fetch) of a protocol
+    study's setting for one (evaluated, baseline) pair of pipelines, as a worker last
+    computed it, with the mark of what it read (``comparison_mark``: each study's last
+    label, its units, partition version and freeze). The comparison page of a setting
+    larger than ``COMPARISON_INLINE_UNITS`` shows this, saying when it was computed and
+    whether a newer one is being computed; a smaller one computes in the request.
+
+    A row with ``data`` null is a request: the page asked for a pair never computed, and
+    the job (``claimgate.study_comparison_refresh``) computes it."""
+
+    study = models.ForeignKey("audit.Study", on_delete=models.CASCADE, related_name="+")
+    evaluated = models.ForeignKey("audit.Pipeline", on_delete=models.CASCADE, related_name="+")
+    baseline = models.ForeignKey("audit.Pipeline", on_delete=models.CASCADE, related_name="+")
+    mark = models.CharField(max_length=300, blank=True)
+    data = models.JSONField(null=True, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "evaluated", "baseline"], name="comparison_once_per_pair"
+            ),
+            models.CheckConstraint(
+                condition=~Q(evaluated=models.F("baseline")), name="comparison_two_pipelines"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"comparison {self.evaluated_id} vs {self.baseline_id} of study {self.study_id}"

@@ -40,19 +40,25 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
-from django.db.models import Count
+import orjson
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Count, F, Max, TextField
 from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Cast
 
 from annotator.labelling.models import Label, LabelKind
 from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, Study, Unit
 from audit.contract.codebook import codebook_from_dict
 from audit.contract.fields import side_fields
 from audit.contract.sides import picked_side
-from audit.partitions.selectors import UNASSIGNED
+from audit.partitions.selectors import UNASSIGNED, partitions_mark
 from metrics.comparison import Pairwise, Side, compare
+from metrics.models import ComparisonSummary
 from metrics.position_bias import LeftShare, left_shares
 from metrics.protocol import (
     Contradiction,
@@ -160,6 +166,10 @@ class Reading:
     awaiting_final: int = 0
 
 
+def _decode(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)
+
+
 def _final_stream(
     study: Study,
     part: Any,
@@ -187,6 +197,9 @@ def _final_stream(
         "baseline__pipeline_id",
         "observation__query__key",
     )
+    # The part as JSON text, decoded here by orjson: the standard decoder Django's JSONField
+    # applies was a third of the query–document pass (docs/benchmarks.md).
+    text = Cast(F(part) if isinstance(part, str) else part, TextField())
     last = 0
     while True:
         chunk = list(units.filter(id__gt=last).order_by("id").values_list(*columns)[:CHUNK])
@@ -199,13 +212,13 @@ def _final_stream(
         if not kept:
             continue
         states = {row[0]: row[1] for row in kept}
-        finals = _final_annotations(study, states, part, unit_range=(kept[0][0], kept[-1][0]))
+        finals = _final_annotations(study, states, text, unit_range=(kept[0][0], kept[-1][0]))
         for pk, _, _, digest, pipeline, baseline, query in kept:
             final = finals.get(pk)
             if final is None:
                 reading.awaiting_final += 1
                 continue
-            yield UnitRow(pk, digest, pipeline, baseline, query), final[1]
+            yield UnitRow(pk, digest, pipeline, baseline, query), _decode(final[1])
 
 
 # --- answer rubric ----------------------------------------------------------------------------
@@ -397,7 +410,21 @@ def pairwise_counts(study: Study, evaluated: int, baseline: int) -> PairwiseCoun
 
 
 def pipeline_pairs(study: Study) -> list[tuple[int, int, int]]:
-    """(evaluated pipeline, baseline pipeline, units) of an answer_pair study, most first."""
+    """(evaluated pipeline, baseline pipeline, units) of an answer_pair study, most first;
+    cached under the count and last id of its units (units are only ever added)."""
+    seen = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    key = (
+        f"claimgate:pipeline-pairs:{connection.settings_dict['NAME']}:{study.pk}:"
+        f"{seen['n']}:{seen['last'] or 0}"
+    )
+    pairs = cache.get(key)
+    if pairs is None:
+        pairs = _pipeline_pairs_read(study)
+        cache.set(key, pairs, timeout=None)
+    return [tuple(pair) for pair in pairs]
+
+
+def _pipeline_pairs_read(study: Study) -> list[tuple[int, int, int]]:
     rows = (
         Unit.objects.filter(study=study, baseline__isnull=False)
         .values_list("observation__pipeline_id", "baseline__pipeline_id")
@@ -411,6 +438,22 @@ def pipeline_pairs(study: Study) -> list[tuple[int, int, int]]:
 
 
 def _query_set_digest(study: Study) -> str:
+    """The digest of the study's sorted query keys, cached under the count and last id of
+    its observations (append-only: an import adds observations, so it moves the key on):
+    one aggregate instead of sorting every query key of every protocol study per page."""
+    seen = Observation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    key = (
+        f"claimgate:query-set:{connection.settings_dict['NAME']}:{study.pk}:"
+        f"{seen['n']}:{seen['last'] or 0}"
+    )
+    digest = cache.get(key)
+    if digest is None:
+        digest = _query_set_digest_read(study)
+        cache.set(key, digest, timeout=None)
+    return digest
+
+
+def _query_set_digest_read(study: Study) -> str:
     keys = (
         Observation.objects.filter(study=study)
         .order_by("query__key")
@@ -567,3 +610,91 @@ def pairwise_left_shares(study: Study) -> dict[Hashable, LeftShare]:
         # "same" stays "same"; U and any other code count as unresolved
         picks.append((annotation.get("annotator"), side or ("same" if value == "same" else None)))
     return left_shares(picks)
+
+
+# --- the stored comparison ------------------------------------------------------------------
+
+#: Below this many units over the setting's studies the page computes Table II in the
+#: request (the demo shows numbers at once); above it, a worker computes and stores it.
+COMPARISON_INLINE_UNITS = 20_000
+
+
+def comparison_inline(setting: Setting) -> bool:
+    """Whether the setting is small enough to compute its comparison in a request. One
+    query."""
+    limit = getattr(django_settings, "COMPARISON_INLINE_UNITS", COMPARISON_INLINE_UNITS)
+    present = [s.pk for s in setting.studies.values() if s is not None]
+    return not Unit.objects.filter(study_id__in=present).values("id")[limit : limit + 1].exists()
+
+
+def comparison_mark(setting: Setting) -> str:
+    """Changes whenever a comparison of the setting may: which study is the setting's for
+    each protocol, a new label in one of them (labels are append-only, and a unit's final
+    record changes only with a new label), new units, a change of partitions or the
+    freeze. Three short queries per study."""
+    parts = []
+    for protocol in PROTOCOLS:
+        study = setting.studies[protocol]
+        if study is None:
+            parts.append("-")
+            continue
+        # An aggregate over the study's labels, not ORDER BY id DESC LIMIT 1: PostgreSQL
+        # may walk the primary key backwards through every other study's labels for that.
+        last_label = Label.objects.filter(study=study).aggregate(last=Max("id"))["last"]
+        units = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+        parts.append(
+            f"{study.pk}:{last_label or 0}:{units['n']}:{units['last'] or 0}:"
+            f"{partitions_mark(study)}"
+        )
+    return "|".join(parts)
+
+
+def left_shares_rows(setting: Setting) -> list[dict[str, Any]]:
+    """Each annotator's share of left picks in the setting's pairwise study, as JSON."""
+    study = setting.studies.get(PAIRWISE)
+    if study is None:
+        return []
+    return [
+        {"annotator": str(annotator), **vars(share)}
+        for annotator, share in sorted(pairwise_left_shares(study).items(), key=lambda i: str(i[0]))
+    ]
+
+
+def comparison_data(setting: Setting, evaluated: int, baseline: int) -> dict[str, Any]:
+    """What a stored comparison holds (``ComparisonSummary.data``): the comparison and the
+    setting's position-bias shares, as JSON values."""
+    return {
+        "comparison": comparison_fetch(setting, evaluated, baseline),
+        "left_shares": left_shares_rows(setting),
+    }
+
+
+@dataclass(frozen=True)
+class ComparisonShown:
+    """What the comparison page and its CSV show. ``data`` is ``None`` while a worker
+    computes the first one (``computing``); ``computed_at`` is set for a stored one, and
+    ``stale`` when the setting has changed since (a newer one is being computed)."""
+
+    data: dict[str, Any] | None
+    computed_at: datetime | None = None
+    stale: bool = False
+    computing: bool = False
+
+
+def comparison_shown(setting: Setting, evaluated: int, baseline: int) -> ComparisonShown:
+    """Computed now for a small setting (:func:`comparison_inline`); for a larger one, the
+    comparison a worker stored for the page's study and this pair, with when, and whether
+    it is behind (the caller asks for a new one when it is, or when there is none)."""
+    if comparison_inline(setting):
+        return ComparisonShown(comparison_data(setting, evaluated, baseline))
+    stored = (
+        ComparisonSummary.objects.filter(
+            study=setting.study, evaluated_id=evaluated, baseline_id=baseline
+        )
+        .values_list("mark", "data", "computed_at")
+        .first()
+    )
+    if stored is None or stored[1] is None:
+        return ComparisonShown(None, computing=True)
+    mark, data, computed_at = stored
+    return ComparisonShown(data, computed_at, stale=mark != comparison_mark(setting))

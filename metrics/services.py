@@ -36,6 +36,7 @@ from audit.contract.observations import MAX_LINE_BYTES, MAX_LINES, decode_line
 from audit.contract.streams import HashingReader, as_stream, read_lines, stream_size
 from audit.partitions.models import StudyFreeze
 from metrics.models import (
+    ComparisonSummary,
     Prediction,
     PredictionSet,
     PredictorKind,
@@ -55,6 +56,12 @@ from metrics.predictions import (
     line_parse,
     prediction_fields,
     prediction_scores,
+)
+from metrics.protocol_selectors import (
+    comparison_data,
+    comparison_inline,
+    comparison_mark,
+    protocol_setting,
 )
 from metrics.report_build import report_build
 from metrics.selectors import (
@@ -417,3 +424,46 @@ def prediction_set_score(
         scores=result, gold_digest=digest, scored_at=prediction_set.scored_at
     )
     return prediction_set
+
+
+# --- stored comparisons (Table II) ------------------------------------------------------------
+
+
+def comparison_request(*, study: Study, evaluated: int, baseline: int) -> None:
+    """Ask for the comparison of ``evaluated`` against ``baseline`` (pipelines of the
+    study's setting, checked by the caller): a row without data that the next
+    :func:`comparisons_refresh` computes. Nothing when the pair already has a row."""
+    ComparisonSummary.objects.get_or_create(
+        study=study, evaluated_id=evaluated, baseline_id=baseline
+    )
+
+
+def comparisons_refresh(*, study: Study) -> dict[str, int]:
+    """Compute and store every comparison of the study that is behind: each pair asked for
+    (:func:`comparison_request`) and each pair of its setting's pairwise study. The mark is
+    read before computing, so a label that arrives meanwhile leaves the row behind and it
+    is computed again. A setting small enough for the page to compute inline stores
+    nothing (its rows are removed); a study that is no protocol study has none."""
+    setting = protocol_setting(study)
+    rows = ComparisonSummary.objects.filter(study=study)
+    if setting is None or comparison_inline(setting):
+        rows.delete()
+        return {"computed": 0, "current": 0}
+    for evaluated, baseline, _ in setting.pairs:
+        comparison_request(study=study, evaluated=evaluated, baseline=baseline)
+    mark = comparison_mark(setting)
+    pipelines = {p.pk for p in setting.pipelines}
+    done = {"computed": 0, "current": 0}
+    for row in rows.order_by("id"):
+        if row.evaluated_id not in pipelines or row.baseline_id not in pipelines:
+            row.delete()  # the pipeline left the setting: nothing to compare any more
+            continue
+        if row.data is not None and row.mark == mark:
+            done["current"] += 1
+            continue
+        data = comparison_data(setting, row.evaluated_id, row.baseline_id)
+        ComparisonSummary.objects.filter(pk=row.pk).update(
+            mark=mark, data=data, computed_at=timezone.now()
+        )
+        done["computed"] += 1
+    return done

@@ -14,5 +14,6 @@ def test_every_claimgate_job_is_registered_in_the_worker_app():
         "claimgate.study_gate_refresh",
         "claimgate.outcomes_sweep",
         "claimgate.release_build",
+        "claimgate.study_comparison_refresh",
     } <= registered
     assert any("report" in name for name in registered)

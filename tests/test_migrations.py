@@ -60,6 +60,7 @@ TABLES = {
     "metrics.PredictionSet": "metrics_predictionset",
     "metrics.Prediction": "metrics_prediction",
     "metrics.VeriScoreCohort": "metrics_veriscorecohort",
+    "metrics.ComparisonSummary": "metrics_comparisonsummary",
 }
 
 
