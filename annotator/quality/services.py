@@ -22,6 +22,7 @@ from annotator.quality.scoring import key_of, key_problem, values_of
 from annotator.quality.selectors import agreement_counted_inline, agreement_data, agreement_mark
 from audit.archive.models import Study, Unit, UnitState
 from audit.contract.texts import text_problem
+from audit.summaries import summary_refresh
 
 #: Lines of a key file listed in a refusal; the rest are counted.
 MAX_PROBLEMS = 100
@@ -344,14 +345,10 @@ def quality_summary_refresh(*, study: Study) -> str:
     (a label that arrives meanwhile leaves the summary marked behind, so it is counted
     again). A study small enough to count in a request stores nothing. Returns
     "inline", "current" or "counted"."""
-    if agreement_counted_inline(study=study):
-        QualitySummary.objects.filter(study=study).delete()
-        return "inline"
-    mark = agreement_mark(study=study)
-    stored = QualitySummary.objects.filter(study=study).values_list("mark", flat=True).first()
-    if stored == mark:
-        return "current"
-    QualitySummary.objects.update_or_create(
-        study=study, defaults={"mark": mark, "data": agreement_data(study)}
+    return summary_refresh(
+        model=QualitySummary,
+        study=study,
+        inline=agreement_counted_inline(study=study),
+        mark=lambda: agreement_mark(study=study),
+        data=lambda: agreement_data(study),
     )
-    return "counted"

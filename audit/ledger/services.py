@@ -25,6 +25,7 @@ from audit.ledger.models import ConformanceRun, LedgerEntry, OutcomeSummary, Stu
 from audit.ledger.selectors import outcomes_counted_inline, outcomes_mark, summary_data
 from audit.partitions.freeze import reliability_thresholds, thresholds_with_defaults
 from audit.partitions.models import StudyFreeze
+from audit.summaries import summary_refresh
 from metrics.selectors import labels_digest, report_latest_done
 
 
@@ -149,14 +150,10 @@ def outcomes_summary_refresh(*, study: Study) -> str:
     """Count a large study's outcomes and store them with the mark read before counting
     (a label or entry that arrives meanwhile leaves the summary marked behind, so it is
     counted again). A study small enough to count in a request stores nothing."""
-    if outcomes_counted_inline(study=study):
-        OutcomeSummary.objects.filter(study=study).delete()
-        return "inline"
-    mark = outcomes_mark(study=study)
-    stored = OutcomeSummary.objects.filter(study=study).values_list("mark", flat=True).first()
-    if stored == mark:
-        return "current"
-    OutcomeSummary.objects.update_or_create(
-        study=study, defaults={"mark": mark, "data": summary_data(study)}
+    return summary_refresh(
+        model=OutcomeSummary,
+        study=study,
+        inline=outcomes_counted_inline(study=study),
+        mark=lambda: outcomes_mark(study=study),
+        data=lambda: summary_data(study),
     )
-    return "counted"
