@@ -409,18 +409,25 @@ def pairwise_counts(study: Study, evaluated: int, baseline: int) -> PairwiseCoun
     return counts
 
 
+def _cached_by_rows(model: Any, study: Study, name: str, read: Any) -> Any:
+    """``read(study)``, cached under the count and last id of the study's ``model`` rows
+    (append-only: a new row moves the key on, so the cache never needs clearing)."""
+    seen = model.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    key = (
+        f"claimgate:{name}:{connection.settings_dict['NAME']}:{study.pk}:"
+        f"{seen['n']}:{seen['last'] or 0}"
+    )
+    value = cache.get(key)
+    if value is None:
+        value = read(study)
+        cache.set(key, value, timeout=None)
+    return value
+
+
 def pipeline_pairs(study: Study) -> list[tuple[int, int, int]]:
     """(evaluated pipeline, baseline pipeline, units) of an answer_pair study, most first;
     cached under the count and last id of its units (units are only ever added)."""
-    seen = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
-    key = (
-        f"claimgate:pipeline-pairs:{connection.settings_dict['NAME']}:{study.pk}:"
-        f"{seen['n']}:{seen['last'] or 0}"
-    )
-    pairs = cache.get(key)
-    if pairs is None:
-        pairs = _pipeline_pairs_read(study)
-        cache.set(key, pairs, timeout=None)
+    pairs = _cached_by_rows(Unit, study, "pipeline-pairs", _pipeline_pairs_read)
     return [tuple(pair) for pair in pairs]
 
 
@@ -441,16 +448,7 @@ def _query_set_digest(study: Study) -> str:
     """The digest of the study's sorted query keys, cached under the count and last id of
     its observations (append-only: an import adds observations, so it moves the key on):
     one aggregate instead of sorting every query key of every protocol study per page."""
-    seen = Observation.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
-    key = (
-        f"claimgate:query-set:{connection.settings_dict['NAME']}:{study.pk}:"
-        f"{seen['n']}:{seen['last'] or 0}"
-    )
-    digest = cache.get(key)
-    if digest is None:
-        digest = _query_set_digest_read(study)
-        cache.set(key, digest, timeout=None)
-    return digest
+    return _cached_by_rows(Observation, study, "query-set", _query_set_digest_read)
 
 
 def _query_set_digest_read(study: Study) -> str:
