@@ -6,7 +6,9 @@ metrics.comparison).
 A small setting is computed in the request; a larger one (``COMPARISON_INLINE_UNITS``) is
 shown as a worker stored it (metrics.models.ComparisonSummary), with when; when there is
 none yet or it is behind, the page asks for one (``claimgate.study_comparison_refresh``,
-coalesced like every per-study refresh) and polls until it is there."""
+coalesced like every per-study refresh; new outcomes of a member study's labels queue it
+too) and polls until it is there. The setting itself is read as stored
+(metrics.models.ComparisonSetting), so a request reads a fixed few rows."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from metrics.protocol_selectors import (
     comparison_shown,
     protocol_setting,
 )
-from metrics.services import comparison_request
+from metrics.services import comparison_request, comparison_setting_store
 
 REASONS = {
     "no_study": "no study of this protocol in the setting",
@@ -43,6 +45,7 @@ def _setting_of(request: HttpRequest, slug: str) -> Setting:
     setting = protocol_setting(study)
     if setting is None:
         raise Http404(f"study {slug!r} has no protocol codebook of seed 002: nothing to compare")
+    comparison_setting_store(setting=setting)  # read afresh (after an import): kept
     return setting
 
 

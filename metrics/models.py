@@ -150,7 +150,7 @@ class ComparisonSummary(models.Model):
     """One Table II comparison (metrics.protocol_selectors.comparison_fetch) of a protocol
     study's setting for one (evaluated, baseline) pair of pipelines, as a worker last
     computed it, with the mark of what it read (``comparison_mark``: each study's last
-    label, its units, partition version and freeze). The comparison page of a setting
+    label of each kind, its units, partition version and freeze). The comparison page of a setting
     larger than ``COMPARISON_INLINE_UNITS`` shows this, saying when it was computed and
     whether a newer one is being computed; a smaller one computes in the request.
 
@@ -176,3 +176,36 @@ class ComparisonSummary(models.Model):
 
     def __str__(self) -> str:
         return f"comparison {self.evaluated_id} vs {self.baseline_id} of study {self.study_id}"
+
+
+class ComparisonSetting(models.Model):
+    """A protocol study's setting (metrics.protocol_selectors.protocol_setting) as last
+    read, so that the comparison page does not read it again over every unit of every
+    protocol study on each view: the study of each protocol (``rubric``, ``documents``,
+    ``pairwise``), and in ``data`` the pipelines answering in it, the pairs of its pairwise
+    study and each member's units (count and last id, part of the comparisons' mark).
+
+    ``mark`` is what the setting was read from (``setting_mark``: the last study, the last
+    observation and the last unit of the whole archive, which a new study or any import
+    moves on); a row whose mark is behind, or one of whose member studies is gone, is read
+    again once. ``units`` (over the member studies) says whether the setting is small
+    enough to compute its comparison in a request, and which settings the label jobs
+    queue a recount for."""
+
+    study = models.OneToOneField("audit.Study", on_delete=models.CASCADE, related_name="+")
+    rubric = models.ForeignKey(
+        "audit.Study", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    documents = models.ForeignKey(
+        "audit.Study", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    pairwise = models.ForeignKey(
+        "audit.Study", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    units = models.PositiveBigIntegerField(default=0)
+    mark = models.CharField(max_length=100)
+    data = models.JSONField(default=dict)
+    read_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"comparison setting of study {self.study_id}"

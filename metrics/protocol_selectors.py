@@ -47,7 +47,7 @@ import orjson
 from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, F, Max, TextField
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, TextField
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 
@@ -56,9 +56,10 @@ from audit.archive.models import Codebook, CodebookUnit, Observation, Pipeline, 
 from audit.contract.codebook import codebook_from_dict
 from audit.contract.fields import side_fields
 from audit.contract.sides import picked_side
-from audit.partitions.selectors import UNASSIGNED, partitions_mark
+from audit.partitions.models import PartitionState
+from audit.partitions.selectors import UNASSIGNED
 from metrics.comparison import Pairwise, Side, compare
-from metrics.models import ComparisonSummary
+from metrics.models import ComparisonSetting, ComparisonSummary
 from metrics.position_bias import LeftShare, left_shares
 from metrics.protocol import (
     Contradiction,
@@ -467,20 +468,136 @@ def _query_set_digest_read(study: Study) -> str:
 @dataclass(frozen=True)
 class Setting:
     """A study's protocol setting: one study per protocol (``None`` where the setting has
-    none), the pipelines answering in it, and the pairs of the pairwise study."""
+    none), the pipelines answering in it, and the pairs of the pairwise study. ``units``
+    counts the member studies' units; ``mark`` is the mark of what a comparison of the
+    setting reads (:func:`comparison_mark`). ``read`` is set when the setting was read
+    afresh rather than as stored: the archive's mark and the JSON that
+    metrics.services.comparison_setting_store keeps (``ComparisonSetting``)."""
 
     study: Study
     protocol: str
     studies: dict[str, Study | None]
     pipelines: list[Pipeline]
     pairs: list[tuple[int, int, int]]
+    units: int = 0
+    mark: str = ""
+    read: tuple[str, dict[str, Any]] | None = None
+
+
+#: ComparisonSetting's member column of each protocol.
+MEMBER_COLUMNS = {RUBRIC: "rubric", DOCUMENTS: "documents", PAIRWISE: "pairwise"}
+#: The label kinds a comparison reads (final records, and independent labels for the
+#: position-bias shares and for a unit's state); gold labels never enter it.
+MARK_KINDS = (LabelKind.INDEPENDENT, LabelKind.CONSENSUS, LabelKind.ADJUDICATED)
+
+
+def _last(queryset: Any) -> Subquery:
+    return Subquery(queryset.order_by("-id").values("id")[:1])
+
+
+def _archive_marks() -> dict[str, Subquery]:
+    """The last study, observation and unit of the whole archive (primary-key probes)."""
+    return {
+        "mark_study": _last(Study.objects.all()),
+        "mark_observation": _last(Observation.objects.all()),
+        "mark_unit": _last(Unit.objects.all()),
+    }
+
+
+def _archive_mark(row: Any) -> str:
+    get = row.get if isinstance(row, dict) else lambda name: getattr(row, name)
+    return ":".join(str(get(name) or 0) for name in _archive_marks())
+
+
+def setting_mark(study: Study) -> str:
+    """Changes whenever a study's setting may: a new study (of any codebook), or new
+    observations or units in any study (only an import adds them). One query (read beside
+    ``study``'s row) of three primary-key probes, whatever the size of the archive."""
+    marks = _archive_marks()
+    rows = Study.objects.filter(pk=study.pk).order_by().annotate(**marks).values(*marks)
+    return _archive_mark(rows.first() or {})
+
+
+def _members_marked(ids: Sequence[int]) -> dict[int, Study]:
+    """The member studies (codebook and freeze with them), each annotated with its last
+    label of every kind a comparison reads, its partition version and the archive's marks
+    (:func:`setting_mark`): one query of index probes (label_study_kind), whatever the
+    number of labels."""
+    annotations = {
+        f"last_{kind}": _last(Label.objects.filter(study=OuterRef("pk"), kind=kind))
+        for kind in MARK_KINDS
+    }
+    version = PartitionState.objects.filter(study=OuterRef("pk")).values("version")[:1]
+    rows = (
+        Study.objects.filter(pk__in=list(ids))
+        .select_related("codebook", "freeze")
+        .annotate(partition_version=Subquery(version), **annotations, **_archive_marks())
+    )
+    return {study.pk: study for study in rows}
+
+
+def _comparison_mark(data: dict[str, Any], members: dict[int, Study]) -> str:
+    """The mark of what a comparison reads: per protocol, the member study, its last label
+    of each kind, its stored (units, last unit), partition version and freeze."""
+    parts = []
+    for protocol in PROTOCOLS:
+        pk = data["studies"][protocol]
+        if pk is None:
+            parts.append("-")
+            continue
+        study = members[pk]
+        labels = ",".join(str(getattr(study, f"last_{kind}") or 0) for kind in MARK_KINDS)
+        n, last = data["units"].get(str(pk), (0, 0))
+        frozen = "frozen" if hasattr(study, "freeze") else "open"
+        parts.append(f"{pk}:{labels}:{n}:{last}:{study.partition_version or 0}:{frozen}")
+    return "|".join(parts)
 
 
 def protocol_setting(study: Study) -> Setting | None:
-    """The setting of a protocol study (``None`` for a study of another codebook)."""
+    """The setting of a protocol study (``None`` for a study of another codebook), as
+    stored (metrics.models.ComparisonSetting) while the archive's mark
+    (:func:`setting_mark`) has not moved: then two queries, the stored row and the member
+    studies with their marks. Otherwise it is read again over every protocol study (the
+    archive's mark read first, so that an import meanwhile leaves it behind), with
+    ``read`` set for metrics.services.comparison_setting_store to keep: once per import."""
     protocol = protocol_of(study.codebook)
     if protocol is None:
         return None
+    stored = ComparisonSetting.objects.filter(study=study).values_list("mark", "data").first()
+    if stored is not None:
+        mark, data = stored
+        ids = [pk for pk in data["studies"].values() if pk is not None]
+        members = _members_marked(ids)
+        current = all(pk in members for pk in ids) and study.pk in members
+        if current and _archive_mark(members[study.pk]) == mark:
+            return _setting_from(study, protocol, data, members)
+    mark = setting_mark(study)
+    data = _setting_read(study, protocol)
+    members = _members_marked([pk for pk in data["studies"].values() if pk is not None])
+    return _setting_from(study, protocol, data, members, read=(mark, data))
+
+
+def _setting_from(
+    study: Study,
+    protocol: str,
+    data: dict[str, Any],
+    members: dict[int, Study],
+    read: tuple[str, dict[str, Any]] | None = None,
+) -> Setting:
+    studies: dict[str, Study | None] = {
+        p: None if pk is None else study if pk == study.pk else members[pk]
+        for p, pk in data["studies"].items()
+    }
+    pipelines = [Pipeline(pk=pk, name=name, version=v) for pk, name, v in data["pipelines"]]
+    pairs = [(a, b, n) for a, b, n in data["pairs"]]
+    units = sum(n for n, _ in data["units"].values())
+    mark = _comparison_mark(data, members)
+    return Setting(study, protocol, studies, pipelines, pairs, units, mark, read)
+
+
+def _setting_read(study: Study, protocol: str) -> dict[str, Any]:
+    """The setting read over the protocol studies (grows with them: done once per import),
+    as the JSON a ComparisonSetting stores."""
     mine = _query_set_digest(study)
     studies: dict[str, Study | None] = dict.fromkeys(PROTOCOLS)
     studies[protocol] = study
@@ -504,10 +621,20 @@ def protocol_setting(study: Study) -> Setting | None:
         .values_list("pipeline_id", flat=True)
         .distinct()
     )
-    pipelines = list(Pipeline.objects.filter(pk__in=pipeline_ids).order_by("name", "version"))
+    pipelines = Pipeline.objects.filter(pk__in=pipeline_ids).order_by("name", "version")
     pair_study = studies[PAIRWISE]
-    pairs = pipeline_pairs(pair_study) if pair_study is not None else []
-    return Setting(study, protocol, studies, pipelines, pairs)
+    counted = (
+        Unit.objects.filter(study_id__in=present)
+        .order_by()
+        .values_list("study_id")
+        .annotate(n=Count("id"), last=Max("id"))
+    )
+    return {
+        "studies": {p: (s.pk if s is not None else None) for p, s in studies.items()},
+        "pipelines": [[p.pk, p.name, p.version] for p in pipelines],
+        "pairs": [list(pair) for pair in pipeline_pairs(pair_study)] if pair_study else [],
+        "units": {str(pk): [n, last] for pk, n, last in counted},
+    }
 
 
 def _sides(
@@ -565,15 +692,26 @@ def comparison_fetch(
 def comparisons_for_release(study: Study) -> dict[str, Any] | None:
     """The comparisons a release of ``study`` carries: one per (evaluated, baseline) pair
     of the setting's pairwise study, or ``None`` when the study is no protocol study or its
-    setting has no pairwise study (nothing says which pipeline is whose baseline)."""
+    setting has no pairwise study (nothing says which pipeline is whose baseline). A pair
+    a worker stored (ComparisonSummary) with the setting's mark as it is now is taken as
+    stored: it is what :func:`comparison_fetch` computes now, as JSON values; any other is
+    computed here."""
     setting = protocol_setting(study)
     if setting is None or not setting.pairs:
         return None
+    stored = {
+        (evaluated, baseline): data["comparison"]
+        for evaluated, baseline, data in ComparisonSummary.objects.filter(
+            study=study, mark=setting.mark, data__isnull=False
+        ).values_list("evaluated_id", "baseline_id", "data")
+    }
     return {
         "format": 1,
         "study": study.slug,
         "setting": {k: (s.slug if s is not None else None) for k, s in setting.studies.items()},
-        "comparisons": [comparison_fetch(setting, a, b) for a, b, _ in setting.pairs],
+        "comparisons": [
+            stored.get((a, b)) or comparison_fetch(setting, a, b) for a, b, _ in setting.pairs
+        ],
     }
 
 
@@ -618,33 +756,30 @@ COMPARISON_INLINE_UNITS = 20_000
 
 
 def comparison_inline(setting: Setting) -> bool:
-    """Whether the setting is small enough to compute its comparison in a request. One
-    query."""
-    limit = getattr(django_settings, "COMPARISON_INLINE_UNITS", COMPARISON_INLINE_UNITS)
-    present = [s.pk for s in setting.studies.values() if s is not None]
-    return not Unit.objects.filter(study_id__in=present).values("id")[limit : limit + 1].exists()
+    """Whether the setting is small enough to compute its comparison in a request (its
+    units are counted with the setting: no query)."""
+    return setting.units <= _inline_limit()
+
+
+def _inline_limit() -> int:
+    return int(getattr(django_settings, "COMPARISON_INLINE_UNITS", COMPARISON_INLINE_UNITS))
 
 
 def comparison_mark(setting: Setting) -> str:
     """Changes whenever a comparison of the setting may: which study is the setting's for
     each protocol, a new label in one of them (labels are append-only, and a unit's final
-    record changes only with a new label), new units, a change of partitions or the
-    freeze. Three short queries per study."""
-    parts = []
-    for protocol in PROTOCOLS:
-        study = setting.studies[protocol]
-        if study is None:
-            parts.append("-")
-            continue
-        # An aggregate over the study's labels, not ORDER BY id DESC LIMIT 1: PostgreSQL
-        # may walk the primary key backwards through every other study's labels for that.
-        last_label = Label.objects.filter(study=study).aggregate(last=Max("id"))["last"]
-        units = Unit.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
-        parts.append(
-            f"{study.pk}:{last_label or 0}:{units['n']}:{units['last'] or 0}:"
-            f"{partitions_mark(study)}"
-        )
-    return "|".join(parts)
+    record or state changes only with a new label), new units, a change of partitions or
+    the freeze. Read with the setting (:func:`protocol_setting`): no query of its own."""
+    return setting.mark
+
+
+def comparison_followers(study_id: int) -> list[int]:
+    """The studies whose stored comparisons read ``study_id``'s labels: those whose stored
+    setting has it as a member and is too large to compute in a request (a small one is
+    computed on each view). One indexed query; none for a study in no such setting."""
+    member = Q(rubric_id=study_id) | Q(documents_id=study_id) | Q(pairwise_id=study_id)
+    rows = ComparisonSetting.objects.filter(member, units__gt=_inline_limit())
+    return sorted(rows.values_list("study_id", flat=True))
 
 
 def left_shares_rows(setting: Setting) -> list[dict[str, Any]]:

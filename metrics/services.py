@@ -35,7 +35,9 @@ from audit.contract.errors import ContractError
 from audit.contract.observations import MAX_LINE_BYTES, MAX_LINES, decode_line
 from audit.contract.streams import HashingReader, as_stream, read_lines, stream_size
 from audit.partitions.models import StudyFreeze
+from audit.queueing import STUDY_COMPARISON_REFRESH
 from metrics.models import (
+    ComparisonSetting,
     ComparisonSummary,
     Prediction,
     PredictionSet,
@@ -58,7 +60,10 @@ from metrics.predictions import (
     prediction_scores,
 )
 from metrics.protocol_selectors import (
+    MEMBER_COLUMNS,
+    Setting,
     comparison_data,
+    comparison_followers,
     comparison_inline,
     comparison_mark,
     protocol_setting,
@@ -429,6 +434,26 @@ def prediction_set_score(
 # --- stored comparisons (Table II) ------------------------------------------------------------
 
 
+def comparison_setting_store(*, setting: Setting) -> None:
+    """Keep a setting that was read afresh (``setting.read``) as the study's stored one
+    (metrics.models.ComparisonSetting, one row per study, written over), so that the next
+    page reads it in two queries; nothing for one read as stored. Safe against a
+    concurrent request storing the same study's (an upsert)."""
+    if setting.read is None:
+        return
+    mark, data = setting.read
+    columns = {f"{MEMBER_COLUMNS[p]}_id": pk for p, pk in data["studies"].items()}
+    row = ComparisonSetting(
+        study=setting.study, mark=mark, data=data, units=setting.units, **columns
+    )
+    ComparisonSetting.objects.bulk_create(
+        [row],
+        update_conflicts=True,
+        unique_fields=["study"],
+        update_fields=["mark", "data", "units", "read_at", *MEMBER_COLUMNS.values()],
+    )
+
+
 def comparison_request(*, study: Study, evaluated: int, baseline: int) -> None:
     """Ask for the comparison of ``evaluated`` against ``baseline`` (pipelines of the
     study's setting, checked by the caller): a row without data that the next
@@ -436,6 +461,13 @@ def comparison_request(*, study: Study, evaluated: int, baseline: int) -> None:
     ComparisonSummary.objects.get_or_create(
         study=study, evaluated_id=evaluated, baseline_id=baseline
     )
+
+
+def comparison_follow_ups(study_id: int) -> list[tuple[str, int]]:
+    """The comparison recounts that new outcomes of ``study_id``'s labels ask for, by job
+    name (registered with audit.queueing by metrics.apps, so that the label jobs queue
+    them): one per study whose stored large setting reads the study's labels."""
+    return [(STUDY_COMPARISON_REFRESH, pk) for pk in comparison_followers(study_id)]
 
 
 def comparisons_refresh(*, study: Study) -> dict[str, int]:
@@ -446,6 +478,8 @@ def comparisons_refresh(*, study: Study) -> dict[str, int]:
     nothing (its rows are removed); a study that is no protocol study has none."""
     setting = protocol_setting(study)
     rows = ComparisonSummary.objects.filter(study=study)
+    if setting is not None:
+        comparison_setting_store(setting=setting)
     if setting is None or comparison_inline(setting):
         rows.delete()
         return {"computed": 0, "current": 0}

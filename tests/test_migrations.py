@@ -61,6 +61,7 @@ TABLES = {
     "metrics.Prediction": "metrics_prediction",
     "metrics.VeriScoreCohort": "metrics_veriscorecohort",
     "metrics.ComparisonSummary": "metrics_comparisonsummary",
+    "metrics.ComparisonSetting": "metrics_comparisonsetting",
 }
 
 

@@ -36,12 +36,14 @@ from audit.queueing import (
     debounce_release,
     queue_gate_refresh,
     queue_job_once,
+    queue_label_followers,
 )
 
 
 def _follow_ups(study_id: int) -> None:
     """What new outcomes change: the reliability report (which refreshes the gate once
-    done), the gate and a large study's outcome and agreement counts, each coalesced per study and
+    done), the gate, a large study's outcome and agreement counts and the stored
+    comparisons of the large protocol settings it is in, each coalesced per study and
     started REFRESH_DELAY_SECONDS after the first outcome that asks for it: while people
     label, each runs at most once per that many seconds (their cost grows with the study)
     and the worker stays free for outcomes."""
@@ -50,6 +52,7 @@ def _follow_ups(study_id: int) -> None:
     queue_job_once(STUDY_GATE_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_OUTCOMES_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_QUALITY_REFRESH, study_id, delay=delay)
+    queue_label_followers(study_id, delay=delay)  # e.g. stored comparisons of a setting
 
 
 @shared_task(name=OUTCOMES_PROCESS, **RETRY)
@@ -96,6 +99,7 @@ def label_adjudicated(label_id: int) -> None:
     label_outcome(label=label)
     queue_gate_refresh(label.study_id)
     queue_job_once(STUDY_OUTCOMES_REFRESH, label.study_id)
+    queue_label_followers(label.study_id)
 
 
 @shared_task(name=OUTCOMES_SWEEP, **RETRY)

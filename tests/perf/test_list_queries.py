@@ -298,3 +298,61 @@ def test_an_unfiltered_changelist_of_a_large_table_counts_from_statistics(world,
     assert whole_counts == []
     _, statements = _get(client, reverse("admin:audit_unit_changelist") + "?state__exact=open")
     assert any("COUNT(" in sql.upper() for sql, _ in statements)
+
+
+#: What a request for a large setting's comparison page or CSV runs: the session and its
+#: user, the study and the researcher's roles (twice), the stored setting, its studies
+#: with their marks, the stored comparison.
+COMPARISON_QUERIES = 8
+
+
+def test_a_large_settings_comparison_reads_stored_rows_in_a_fixed_number_of_queries(
+    db, settings, django_assert_num_queries
+):
+    """Above COMPARISON_INLINE_UNITS the comparison page and its CSV read the setting and
+    the comparison a worker stored (metrics.services.comparisons_refresh): the same
+    number of queries when current, one more when behind (the pair is asked for again),
+    whatever the number of labels; on PostgreSQL no plan reads rows in proportion to the
+    setting."""
+    from fixtures.demo import protocol
+    from metrics import protocol_selectors as ps
+    from metrics.jobs import study_comparison_refresh
+    from tests.metrics.test_protocol_selectors import (
+        label_setting,
+        pipeline_id,
+        units_of,
+        write_final,
+    )
+
+    settings.COMPARISON_INLINE_UNITS = 3
+    documents = make_study("docs", "query-document-grades-1.0.0", "protocol-documents.jsonl")
+    rubric = make_study("rubric", "answer-rubric-1.0.0", "protocol-rubric.jsonl")
+    pairs = make_study("pairs", "pairwise-1.0.0", "protocol-pairs.jsonl")
+    label_setting(documents, rubric, pairs)
+    client = _client(add_people(pairs)["res"])
+    evaluated, baseline = pipeline_id(protocol.EVALUATED), pipeline_id(protocol.BASELINE)
+    pair = f"?evaluated={evaluated}&baseline={baseline}"
+    urls = [
+        reverse("study-comparison", args=["pairs"]) + pair,
+        reverse("study-comparison-csv", args=["pairs"]) + pair,
+    ]
+    assert study_comparison_refresh.run(pairs.pk) == {"computed": 1, "current": 0}
+    for url in urls:
+        client.get(url)  # the setting was stored by the job: nothing left to warm but caches
+        with django_assert_num_queries(COMPARISON_QUERIES):
+            assert client.get(url).status_code == 200
+
+    for unit in units_of(rubric, protocol.BASELINE)[:6]:  # behind: newer labels
+        write_final(unit, {"values": dict.fromkeys(protocol.RUBRIC_FIELDS, 2)})
+    for url in urls:
+        with django_assert_num_queries(COMPARISON_QUERIES + 1):
+            assert client.get(url).status_code == 200
+    assert ps.comparison_shown(ps.protocol_setting(pairs), evaluated, baseline).stale
+
+    assert study_comparison_refresh.run(pairs.pk) == {"computed": 1, "current": 0}
+    stored = _stored_rows()
+    for url in urls:
+        with django_assert_num_queries(COMPARISON_QUERIES):
+            _, statements = _get(client, url)
+        if connection.vendor == "postgresql":
+            assert _rows_produced(statements) <= ROWS_PER_STORED_ROW * stored
