@@ -286,6 +286,7 @@ def _check_in_order(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
 _CONFIG_SCALARS = frozenset({str, int, bool, type(None)})
 #: orjson writes a finite float below this in magnitude otherwise than ``repr``.
 _SMALL_FLOAT = 1e-4
+_EMPTY_SHA256 = sha256()
 
 
 @dataclass(frozen=True, slots=True)
@@ -647,10 +648,15 @@ def _accepted_tuple(
         return None
 
     # Stage 1: digests (all of them must match: which one fails first is the stages' to say).
-    if (
-        sha256(answer_text.encode("utf-8")).hexdigest() != answer_digest
-        or sha256(source_text.encode("utf-8")).hexdigest() != source_digest
-    ):
+    # Each hash is a copy of an empty one: cheaper than a new one (OpenSSL's set-up).
+    new_hash = _EMPTY_SHA256.copy
+    answer_hash = new_hash()
+    answer_hash.update(answer_text.encode("utf-8"))
+    if answer_hash.hexdigest() != answer_digest:
+        return None
+    source_hash = new_hash()
+    source_hash.update(source_text.encode("utf-8"))
+    if source_hash.hexdigest() != source_digest:
         return None
     if config_floats:
         expected_tuple = tuple_digest_unchecked(
@@ -666,9 +672,9 @@ def _accepted_tuple(
             "query": {"id": query_id, "question_version": question_version, "text": query_text},
             "source_digest": source_digest,
         }
-        expected_tuple = sha256(
-            orjson.dumps(identity, default=_refuse, option=_ORJSON_OPTIONS)
-        ).hexdigest()
+        tuple_hash = new_hash()
+        tuple_hash.update(orjson.dumps(identity, default=_refuse, option=_ORJSON_OPTIONS))
+        expected_tuple = tuple_hash.hexdigest()
     if expected_tuple != tuple_digest:
         return None
     body = dict(obj)
@@ -676,13 +682,16 @@ def _accepted_tuple(
     data = orjson.dumps(body, default=_refuse, option=_ORJSON_OPTIONS)
     if config_floats and may_hold_small_float(data):
         return None
-    if sha256(data).hexdigest() != record_digest:
+    record_hash = new_hash()
+    record_hash.update(data)
+    if record_hash.hexdigest() != record_digest:
         return None
 
     # Stages 4 to 6.
     endpoint, short_circuit, action = plan.outcomes[(i, a, m, d)]
-    # Weights sum to 1 only within 1e-9: keep the priority inside [0, 1].
-    priority = min(max(score, 0.0), 1.0)
+    # Weights sum to 1 only within 1e-9: keep the priority inside [0, 1] (as the stages do,
+    # min(max(score, 0.0), 1.0), which is score itself inside).
+    priority = score if 0.0 <= score <= 1.0 else min(max(score, 0.0), 1.0)
     return _accepted_tuple_result(
         endpoint, short_circuit, priority, action, record_digest, tuple_digest, plan.key
     )
