@@ -14,6 +14,10 @@ The codebook is resolved right after the envelope because it decides the record'
 (a tuple or an answer unit). A malformed record is refused with a reason code and a
 sentence, never turned into a label; a well-formed record with U (``null``) judgments is
 accepted and yields ``endpoint=None``.
+
+A tuple record of a format-1 codebook is first tried in one pass that accepts it only when
+every rule holds (``_accepted_tuple``, "the fast path" below); any other record, and one
+that pass does not accept, goes through the stages in the order above.
 """
 
 from __future__ import annotations
