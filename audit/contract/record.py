@@ -310,34 +310,45 @@ class _TuplePlan:
 _PLANS: dict[int, tuple[Codebook, _TuplePlan | None]] = {}
 
 
+#: answerability policy -> (I, A, M, D) -> (endpoint, short-circuit, action): the same for
+#: every codebook with that policy, so a registry parsed per request costs no new table.
+_OUTCOMES: dict[str | None, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+
+def _outcomes(policy: str | None) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    table = _OUTCOMES.get(policy)
+    if table is None:
+        states = (0, 1, None)
+        table = {}
+        for i in states:
+            for a in states:
+                for m in states:
+                    for d in states:
+                        endpoint = resolve_complete_case(i, a, m, d)
+                        table[(i, a, m, d)] = (
+                            endpoint,
+                            resolve_short_circuit(i, a, m, d),
+                            policy_action(endpoint, policy),
+                        )
+        _OUTCOMES[policy] = table
+    return table
+
+
 def _plan(codebook: Codebook) -> _TuplePlan | None:
     entry = _PLANS.get(id(codebook))
     if entry is not None and entry[0] is codebook:
         return entry[1]
     plan = None
     if codebook.unit == "tuple" and codebook.format_version == 1 and orjson is not None:
-        states = (0, 1, None)
-        policy = codebook.answerability_policy
-        outcomes = {}
-        for i in states:
-            for a in states:
-                for m in states:
-                    for d in states:
-                        endpoint = resolve_complete_case(i, a, m, d)
-                        outcomes[(i, a, m, d)] = (
-                            endpoint,
-                            resolve_short_circuit(i, a, m, d),
-                            policy_action(endpoint, policy),
-                        )
         plan = _TuplePlan(
             codebook=codebook,
             key=codebook.key,
             weights=tuple(codebook.weights.items()),
             size=len(codebook.weights),
             roles=frozenset(codebook.source_roles) if codebook.source_roles else None,
-            outcomes=outcomes,
+            outcomes=_outcomes(codebook.answerability_policy),
         )
-    if len(_PLANS) > 1024:  # codebooks built on the fly (tests): do not keep them all
+    if len(_PLANS) > 1024:  # registries parsed per request: do not keep every codebook
         _PLANS.clear()
     _PLANS[id(codebook)] = (codebook, plan)
     return plan
