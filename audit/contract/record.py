@@ -14,6 +14,10 @@ The codebook is resolved right after the envelope because it decides the record'
 (a tuple or an answer unit). A malformed record is refused with a reason code and a
 sentence, never turned into a label; a well-formed record with U (``null``) judgments is
 accepted and yields ``endpoint=None``.
+
+A tuple record of a format-1 codebook is first tried in one pass that accepts it only when
+every rule holds (``_accepted_tuple``, "the fast path" below); any other record, and one
+that pass does not accept, goes through the stages in the order above.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dc_fields
+from datetime import date, datetime
 from hashlib import sha256
 from json.encoder import encode_basestring
 from typing import Any
@@ -54,6 +60,8 @@ from audit.contract.endpoint import (
 from audit.contract.errors import ContractError, show, type_name
 from audit.contract.fields import check_annotation, derive, derive_short_circuit
 from audit.contract.structure import (
+    CITATION_KINDS,
+    QUESTION_TYPES,
     check_answer,
     check_pipeline,
     check_query,
@@ -159,6 +167,57 @@ class CheckResult:
         return asdict(self)
 
 
+# The fast path's result, built as the dataclass's own __init__ does (each slot set past the
+# frozen __setattr__) but with the slots' setters bound once: the generated __init__ takes
+# about a tenth of a whole check.
+_SET_RESULT = {
+    field.name: CheckResult.__dict__[field.name].__set__ for field in dc_fields(CheckResult)
+}
+_set_ok = _SET_RESULT.pop("ok")
+_set_reason = _SET_RESULT.pop("reason")
+_set_message = _SET_RESULT.pop("message")
+_set_endpoint = _SET_RESULT.pop("endpoint")
+_set_short_circuit = _SET_RESULT.pop("short_circuit")
+_set_priority = _SET_RESULT.pop("priority")
+_set_action = _SET_RESULT.pop("action")
+_set_record_digest = _SET_RESULT.pop("record_digest")
+_set_stage = _SET_RESULT.pop("stage")
+_set_unit = _SET_RESULT.pop("unit")
+_set_tuple_digest = _SET_RESULT.pop("tuple_digest")
+_set_unit_digest = _SET_RESULT.pop("unit_digest")
+_set_supported = _SET_RESULT.pop("supported")
+_set_codebook = _SET_RESULT.pop("codebook")
+assert not _SET_RESULT, f"CheckResult fields the fast path does not set: {_SET_RESULT}"
+
+
+def _accepted_tuple_result(
+    endpoint: int | None,
+    short_circuit: int | None,
+    priority: float,
+    action: str,
+    record_digest: str,
+    tuple_digest: str,
+    codebook: tuple[str, str],
+) -> CheckResult:
+    """``CheckResult(ok=True, endpoint=..., ..., unit="tuple", codebook=...)``, faster."""
+    result = object.__new__(CheckResult)
+    _set_ok(result, True)
+    _set_reason(result, None)
+    _set_message(result, None)
+    _set_endpoint(result, endpoint)
+    _set_short_circuit(result, short_circuit)
+    _set_priority(result, priority)
+    _set_action(result, action)
+    _set_record_digest(result, record_digest)
+    _set_stage(result, STAGE_STRUCTURAL)
+    _set_unit(result, "tuple")
+    _set_tuple_digest(result, tuple_digest)
+    _set_unit_digest(result, None)
+    _set_supported(result, None)
+    _set_codebook(result, codebook)
+    return result
+
+
 @dataclass(slots=True)
 class _Identity:
     """What stage 1 established, kept for a result even when a later stage fails."""
@@ -171,6 +230,18 @@ class _Identity:
 
 def check_record(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> CheckResult:
     """Validate and audit one record (a parsed JSON value) against known codebooks."""
+    if type(obj) is dict:
+        try:
+            accepted = _accepted_tuple(obj, codebooks)
+        except (KeyError, ValueError, TypeError, ContractError):
+            accepted = None  # a rule the fast path reads is missed: the stages say which
+        if accepted is not None:
+            return accepted
+    return _check_in_order(obj, codebooks)
+
+
+def _check_in_order(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> CheckResult:
+    """:func:`check_record` by the stages in their fixed order (no fast path)."""
     try:
         identity = _stage_identity(obj, codebooks)
     except ContractError as exc:
@@ -193,6 +264,452 @@ def check_record(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> Che
             unit_digest=identity.unit_digest,
             codebook=codebook.key,
         )
+
+
+# --- the fast path: a well-formed source-risk record, accepted -------------------------
+#
+# Most records the checker sees are well formed. For a tuple record of a format-1
+# codebook, _accepted_tuple tests every rule of stages 1 to 3 in one pass, in whatever
+# order is cheapest, and returns the result only when all of them hold; on the first rule
+# that does not, it returns None and check_record runs the stages in their fixed order,
+# which find the first failure and say it exactly as they always did. So it changes what
+# is accepted or refused in nothing, and the result of an accepted record is the one the
+# stages give (tests/contract/test_fast_paths.py compares the two on mutated records).
+#
+# Since every number in the record has been checked here before it is digested, the
+# record digest is orjson's serialization and one SHA-256: the annotation holds only
+# strings, 0/1/null judgments, span offsets inside their text and evidence numbers in
+# range (no NaN or infinity; a float below 1e-4, which orjson writes otherwise than
+# ``repr``, sends the record to the stages); the query, answer and source hold strings,
+# booleans, null and the rank; the sampling's probability is in (0, 1] (below 1e-4: the
+# stages); the pipeline's configuration, scalars only here, was serialized by the
+# canonical encoder for the tuple digest, which refuses NaN and infinity, and a float in
+# it costs the small-float scan. orjson raises on what else it would write otherwise
+# (integers outside 64 bits, unpaired surrogates, str or int subclasses).
+
+_CONFIG_SCALARS = frozenset({str, int, bool, type(None)})
+#: orjson writes a finite float below this in magnitude otherwise than ``repr``.
+_SMALL_FLOAT = 1e-4
+_EMPTY_SHA256 = sha256()
+
+
+@dataclass(frozen=True, slots=True)
+class _TuplePlan:
+    """What the fast path needs of one tuple codebook, worked out once."""
+
+    codebook: Codebook
+    key: tuple[str, str]
+    weights: tuple[tuple[str, float], ...]
+    size: int
+    roles: frozenset[str] | None
+    #: (I, A, M, D) -> (endpoint, short-circuit, action), for all 81 states.
+    outcomes: dict[tuple[int | None, int | None, int | None, int | None], tuple[Any, ...]]
+
+
+#: id(codebook) -> (codebook, its plan or None when the fast path does not apply).
+_PLANS: dict[int, tuple[Codebook, _TuplePlan | None]] = {}
+
+
+#: answerability policy -> (I, A, M, D) -> (endpoint, short-circuit, action): the same for
+#: every codebook with that policy, so a registry parsed per request costs no new table.
+_OUTCOMES: dict[str | None, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+
+def _outcomes(policy: str | None) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    table = _OUTCOMES.get(policy)
+    if table is None:
+        states = (0, 1, None)
+        table = {}
+        for i in states:
+            for a in states:
+                for m in states:
+                    for d in states:
+                        endpoint = resolve_complete_case(i, a, m, d)
+                        table[(i, a, m, d)] = (
+                            endpoint,
+                            resolve_short_circuit(i, a, m, d),
+                            policy_action(endpoint, policy),
+                        )
+        _OUTCOMES[policy] = table
+    return table
+
+
+def _plan(codebook: Codebook) -> _TuplePlan | None:
+    entry = _PLANS.get(id(codebook))
+    if entry is not None and entry[0] is codebook:
+        return entry[1]
+    plan = None
+    if codebook.unit == "tuple" and codebook.format_version == 1 and orjson is not None:
+        plan = _TuplePlan(
+            codebook=codebook,
+            key=codebook.key,
+            weights=tuple(codebook.weights.items()),
+            size=len(codebook.weights),
+            roles=frozenset(codebook.source_roles) if codebook.source_roles else None,
+            outcomes=_outcomes(codebook.answerability_policy),
+        )
+    if len(_PLANS) > 1024:  # registries parsed per request: do not keep every codebook
+        _PLANS.clear()
+    _PLANS[id(codebook)] = (codebook, plan)
+    return plan
+
+
+def _accepted_tuple(
+    obj: dict[str, Any], codebooks: Mapping[tuple[str, str], Codebook]
+) -> CheckResult | None:
+    """The result of a tuple record that passes every check, or ``None`` (see above).
+
+    An object's fields are checked by its size and by reading each of them: a missing one
+    raises KeyError, and so do other rules missed on the way (ValueError from a date or a
+    text, TypeError from orjson, ContractError from the lineage check); the caller takes
+    any of them as ``None``. Every field of every object is read before a record is
+    accepted, so the sizes make the field sets exact.
+    """
+    size = len(obj)
+    if size == 12:
+        sampling = obj["sampling"]
+    elif size == 11:
+        sampling = None  # the eleven required fields are read below: no sampling field
+    else:
+        return None
+    reference = obj["codebook"]
+    version = obj["format_version"]
+    if (
+        obj["claimgate"] != "record"
+        or type(version) is not int
+        or version != 1
+        or type(reference) is not dict
+        or len(reference) != 2
+    ):
+        return None
+    name = reference["name"]
+    codebook_version = reference["version"]
+    if type(name) is not str or not name or type(codebook_version) is not str:
+        return None
+    codebook = codebooks.get((name, codebook_version))
+    if codebook is None or not codebook_version:
+        return None
+    entry = _PLANS.get(id(codebook))
+    plan = entry[1] if entry is not None and entry[0] is codebook else _plan(codebook)
+    if plan is None:
+        return None
+
+    # Stage 1: fields (check_query, check_pipeline, check_answer, check_source,
+    # check_sampling, _tuple_annotation_fields and _parents, written out).
+    query = obj["query"]
+    if type(query) is not dict or len(query) != 9:
+        return None
+    target = query["target"]
+    query_id = query["id"]
+    query_text = query["text"]
+    question_type = query["question_type"]
+    question_version = query["question_version"]
+    template_id = query["template_id"]
+    domain = query["domain"]
+    locale = query["locale"]
+    reference_time = query["reference_time"]
+    if not (
+        type(query_id) is str
+        and query_id
+        and type(query_text) is str
+        and query_text
+        and type(question_type) is str
+        and question_type in QUESTION_TYPES
+        and type(question_version) is str
+        and question_version
+        and type(target) is dict
+        and len(target) == 2
+        and type(target["name"]) is str
+        and target["name"]
+        and type(target["family"]) is str
+        and target["family"]
+        and type(template_id) is str
+        and template_id
+        and type(domain) is str
+        and domain
+        and type(locale) is str
+        and locale
+        and type(reference_time) is str
+    ):
+        return None
+    try:
+        date.fromisoformat(reference_time)
+    except ValueError:
+        datetime.fromisoformat(reference_time)  # a ValueError here: the stages say it
+
+    pipeline = obj["pipeline"]
+    if type(pipeline) is not dict or len(pipeline) != 3:
+        return None
+    config = pipeline["config"]
+    pipeline_name = pipeline["name"]
+    pipeline_version = pipeline["version"]
+    if (
+        type(pipeline_name) is not str
+        or not pipeline_name
+        or type(pipeline_version) is not str
+        or not pipeline_version
+        or type(config) is not dict
+    ):
+        return None
+    config_floats = False
+    for key, item in config.items():
+        if type(key) is not str:
+            return None
+        if type(item) not in _CONFIG_SCALARS:
+            if type(item) is not float:
+                return None  # a nested configuration: the stages walk it
+            config_floats = True
+
+    answer = obj["answer"]
+    if type(answer) is not dict or len(answer) != 12:
+        return None
+    conditions = answer["conditions"]
+    if type(conditions) is not dict or len(conditions) != 4:
+        return None
+    service = answer["service"]
+    mode = answer["mode"]
+    model = answer["model"]
+    region = conditions["region"]
+    language = conditions["language"]
+    login = conditions["login"]
+    personalization = conditions["personalization"]
+    answer_collected = answer["collected_at"]
+    answer_text = answer["text"]
+    citations = answer["citations"]
+    raw_path = answer["raw_path"]
+    answer_digest = answer["digest"]
+    if not (
+        type(service) is str
+        and service
+        and type(mode) is str
+        and mode
+        and (model is None or (type(model) is str and model))
+        and type(answer["web_search"]) is bool
+        and (region is None or (type(region) is str and region))
+        and (language is None or (type(language) is str and language))
+        and (login is None or type(login) is bool)
+        and (personalization is None or type(personalization) is bool)
+        and answer["status"] == "complete"  # a failed answer forms no tuple
+        and answer["failure"] is None
+        and type(answer_text) is str
+        and answer_text
+        and type(citations) is list
+        and (raw_path is None or (type(raw_path) is str and raw_path))
+        and type(answer_digest) is str
+        and type(answer_collected) is str
+    ):
+        return None
+    for citation in citations:
+        if type(citation) is not dict or len(citation) != 2:
+            return None
+        url = citation["url"]
+        kind = citation["kind"]
+        if not (type(url) is str and url and type(kind) is str and kind in CITATION_KINDS):
+            return None
+    if datetime.fromisoformat(answer_collected).tzinfo is None:
+        return None
+
+    source = obj["source"]
+    if type(source) is not dict or len(source) != 6:
+        return None
+    original_url = source["original_url"]
+    canonical_url = source["canonical_url"]
+    rank = source["rank"]
+    source_collected = source["collected_at"]
+    source_text = source["text"]
+    source_digest = source["digest"]
+    if not (
+        type(original_url) is str
+        and original_url
+        and type(canonical_url) is str
+        and canonical_url
+        and (rank is None or (type(rank) is int and rank >= 1))
+        and type(source_text) is str
+        and type(source_digest) is str
+        and type(source_collected) is str
+    ):
+        return None
+    if datetime.fromisoformat(source_collected).tzinfo is None:
+        return None
+
+    tuple_digest = obj["tuple_digest"]
+    record_digest = obj["record_digest"]
+    if type(tuple_digest) is not str or type(record_digest) is not str:
+        return None
+    if sampling is not None:
+        if type(sampling) is not dict or len(sampling) != 2:
+            return None
+        stratum = sampling["stratum"]
+        probability = sampling["inclusion_probability"]
+        kind = type(probability)
+        if (
+            type(stratum) is not str
+            or not stratum
+            or (kind is not float and kind is not int)
+            or not _SMALL_FLOAT <= probability <= 1
+        ):
+            return None
+
+    annotation = obj["annotation"]
+    if type(annotation) is not dict or len(annotation) != 9:
+        return None
+    kind = annotation["kind"]
+    annotator = annotation["annotator"]
+    rationale = annotation["rationale"]
+    role = annotation["source_role"]
+    predicates = annotation["predicates"]
+    spans = annotation["spans"]
+    evidence = annotation["evidence"]
+    support = annotation[PASSAGE_SUPPORT]
+    if not (
+        type(kind) is str
+        and kind in ANNOTATION_KINDS
+        and type(annotator) is str
+        and annotator
+        and (rationale is None or type(rationale) is str)
+        and annotation["assisted"] is None
+        and type(role) is str
+        and role
+        and (plan.roles is None or role in plan.roles)
+        and type(predicates) is dict
+        and type(spans) is dict
+        and type(evidence) is dict
+    ):
+        return None
+    parents = obj["parents"]
+    if type(parents) is not list:
+        return None
+    if parents or kind != "independent":
+        _parents(parents, kind)
+
+    # Stage 2: judgments and spans.
+    if len(predicates) != 4:
+        return None
+    i = predicates["I"]
+    a = predicates["A"]
+    m = predicates["M"]
+    d = predicates["D"]
+    if not (
+        (i is None or (type(i) is int and 0 <= i <= 1))
+        and (a is None or (type(a) is int and 0 <= a <= 1))
+        and (m is None or (type(m) is int and 0 <= m <= 1))
+        and (d is None or (type(d) is int and 0 <= d <= 1))
+        and (support is None or (type(support) is int and 0 <= support <= 1))
+    ):
+        return None
+    if not spans.keys() <= _JUDGMENT_SET:
+        return None
+    texts = {"query": query_text, "answer": answer_text, "source": source_text}
+    for listed in spans.values():
+        if listed is None:
+            continue
+        if type(listed) is not list:
+            return None
+        for span in listed:
+            if type(span) is not dict or len(span) != 4:
+                return None
+            snapshot = span["snapshot"]
+            start = span["start"]
+            end = span["end"]
+            quote = span["quote"]
+            if (
+                type(snapshot) is not str
+                or type(start) is not int
+                or type(end) is not int
+                or type(quote) is not str
+            ):
+                return None
+            text = texts.get(snapshot)
+            if text is None or not 0 <= start < end <= len(text) or text[start:end] != quote:
+                return None
+    # Every resolved judgment cites its evidence.
+    if (
+        (i is not None and not spans.get("I"))
+        or (a is not None and not spans.get("A"))
+        or (m is not None and not spans.get("M"))
+        or (d is not None and not spans.get("D"))
+        or (support is not None and not spans.get(PASSAGE_SUPPORT))
+    ):
+        return None
+
+    # Stage 3: the evidence vector.
+    if len(evidence) != plan.size:
+        return None
+    total_weight = 0.0
+    score = 0.0
+    for key, expected in plan.weights:
+        entry = evidence[key]
+        if type(entry) is not dict or len(entry) != 2:
+            return None
+        value = entry["value"]
+        weight = entry["weight"]
+        value_type = type(value)
+        weight_type = type(weight)
+        if value_type is float:
+            if not (value == 0.0 or _SMALL_FLOAT <= value <= 1.0):
+                return None
+        elif value_type is not int or not 0 <= value <= 1:
+            return None
+        if weight_type is float:
+            if not (weight == 0.0 or _SMALL_FLOAT <= weight < math.inf):
+                return None
+        elif weight_type is not int or not 0 <= weight <= 1:
+            return None
+        if abs(weight - expected) > WEIGHT_TOLERANCE:
+            return None
+        total_weight += weight
+        score += value * weight
+    if abs(total_weight - 1.0) > WEIGHT_TOLERANCE:
+        return None
+
+    # Stage 1: digests (all of them must match: which one fails first is the stages' to say).
+    # Each hash is a copy of an empty one: cheaper than a new one (OpenSSL's set-up).
+    new_hash = _EMPTY_SHA256.copy
+    answer_hash = new_hash()
+    answer_hash.update(answer_text.encode("utf-8"))
+    if answer_hash.hexdigest() != answer_digest:
+        return None
+    source_hash = new_hash()
+    source_hash.update(source_text.encode("utf-8"))
+    if source_hash.hexdigest() != source_digest:
+        return None
+    if config_floats:
+        expected_tuple = tuple_digest_unchecked(
+            query=query,
+            source_digest=source_digest,
+            answer_digest=answer_digest,
+            pipeline=pipeline,
+        )
+    else:  # strings, integers, booleans and null: orjson writes the canonical bytes
+        identity = {
+            "answer_digest": answer_digest,
+            "pipeline": {"config": config, "name": pipeline_name, "version": pipeline_version},
+            "query": {"id": query_id, "question_version": question_version, "text": query_text},
+            "source_digest": source_digest,
+        }
+        tuple_hash = new_hash()
+        tuple_hash.update(orjson.dumps(identity, default=_refuse, option=_ORJSON_OPTIONS))
+        expected_tuple = tuple_hash.hexdigest()
+    if expected_tuple != tuple_digest:
+        return None
+    body = dict(obj)
+    del body["record_digest"]
+    data = orjson.dumps(body, default=_refuse, option=_ORJSON_OPTIONS)
+    if config_floats and may_hold_small_float(data):
+        return None
+    record_hash = new_hash()
+    record_hash.update(data)
+    if record_hash.hexdigest() != record_digest:
+        return None
+
+    # Stages 4 to 6.
+    endpoint, short_circuit, action = plan.outcomes[(i, a, m, d)]
+    # Weights sum to 1 only within 1e-9: keep the priority inside [0, 1] (as the stages do,
+    # min(max(score, 0.0), 1.0), which is score itself inside).
+    priority = score if 0.0 <= score <= 1.0 else min(max(score, 0.0), 1.0)
+    return _accepted_tuple_result(
+        endpoint, short_circuit, priority, action, record_digest, tuple_digest, plan.key
+    )
 
 
 # --- stage 1 ---------------------------------------------------------------------------
