@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -38,6 +38,9 @@ RELEASE_BUILD = "claimgate.release_build"
 STUDY_OUTCOMES_REFRESH = "claimgate.study_outcomes_refresh"
 STUDY_QUALITY_REFRESH = "claimgate.study_quality_refresh"
 STUDY_COMPARISON_REFRESH = "claimgate.study_comparison_refresh"
+#: New outcomes of a study's labels: queue the recount of each large protocol setting's
+#: stored comparisons that read them (metrics decides which; the label jobs cannot).
+STUDY_COMPARISON_FOLLOW = "claimgate.study_comparison_follow"
 #: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
 JOBS = (
     LABEL_SUBMITTED,
@@ -50,6 +53,7 @@ JOBS = (
     STUDY_OUTCOMES_REFRESH,
     STUDY_QUALITY_REFRESH,
     STUDY_COMPARISON_REFRESH,
+    STUDY_COMPARISON_FOLLOW,
 )
 
 #: How every job retries: with backoff on database errors; ``acks_late`` with
@@ -240,25 +244,3 @@ def queue_gate_refresh(study_id: int) -> None:
     per-study refresh is (:func:`queue_job_once`). Every event that can change a gate
     calls this — outcomes, an adjudication, a report, a partition change, a freeze."""
     queue_job_once(STUDY_GATE_REFRESH, study_id)
-
-
-#: Who keeps stored results that read a study's labels beyond the study itself, and so
-#: wants a recount when its labels have new outcomes: functions of the labelled study's id
-#: giving the (job name, study id) pairs to queue. A capability the label jobs may not
-#: import (metrics: the stored comparisons of a protocol setting) registers one as its app
-#: is ready, and the label jobs call :func:`queue_label_followers`.
-_label_followers: list[Callable[[int], Iterable[tuple[str, int]]]] = []
-
-
-def label_followers_register(find: Callable[[int], Iterable[tuple[str, int]]]) -> None:
-    """Register ``find`` (idempotent: the same function once)."""
-    if find not in _label_followers:
-        _label_followers.append(find)
-
-
-def queue_label_followers(study_id: int, *, delay: float = 0) -> None:
-    """Queue, coalesced as every per-study refresh (:func:`queue_job_once`), each job that
-    a registered follower names for new outcomes of ``study_id``'s labels."""
-    for find in _label_followers:
-        for name, target in find(study_id):
-            queue_job_once(name, target, delay=delay)

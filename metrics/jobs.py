@@ -8,6 +8,7 @@ from celery import shared_task
 from audit.archive.models import Study
 from audit.queueing import (
     RETRY,
+    STUDY_COMPARISON_FOLLOW,
     STUDY_COMPARISON_REFRESH,
     STUDY_REPORT_REFRESH,
     debounce_release,
@@ -15,7 +16,7 @@ from audit.queueing import (
     queue_job_once,
 )
 from metrics.models import ReportStatus, StudyReport
-from metrics.services import comparisons_refresh, report_refresh
+from metrics.services import comparison_follow_ups, comparisons_refresh, report_refresh
 
 
 @shared_task(name=STUDY_REPORT_REFRESH, **RETRY)
@@ -43,3 +44,15 @@ def study_comparison_refresh(study_id: int) -> dict[str, int]:
     debounce_release(STUDY_COMPARISON_REFRESH, study_id)
     study = Study.objects.select_related("codebook").get(pk=study_id)
     return comparisons_refresh(study=study)
+
+
+@shared_task(name=STUDY_COMPARISON_FOLLOW, **RETRY)
+def study_comparison_follow(study_id: int) -> int:
+    """New outcomes of the study's labels (queued by name by the label jobs, once per
+    burst): queue the recount of each stored large setting that reads them, coalesced per
+    setting's study. Returns how many settings were asked."""
+    debounce_release(STUDY_COMPARISON_FOLLOW, study_id)
+    follow_ups = comparison_follow_ups(study_id)
+    for name, target in follow_ups:
+        queue_job_once(name, target)
+    return len(follow_ups)

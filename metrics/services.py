@@ -465,8 +465,8 @@ def comparison_request(*, study: Study, evaluated: int, baseline: int) -> None:
 
 def comparison_follow_ups(study_id: int) -> list[tuple[str, int]]:
     """The comparison recounts that new outcomes of ``study_id``'s labels ask for, by job
-    name (registered with audit.queueing by metrics.apps, so that the label jobs queue
-    them): one per study whose stored large setting reads the study's labels."""
+    name (the follow job, queued by the label jobs, queues them): one per study whose
+    stored large setting reads the study's labels."""
     return [(STUDY_COMPARISON_REFRESH, pk) for pk in comparison_followers(study_id)]
 
 

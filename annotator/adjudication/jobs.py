@@ -29,6 +29,7 @@ from audit.queueing import (
     OUTCOMES_PROCESS,
     OUTCOMES_SWEEP,
     RETRY,
+    STUDY_COMPARISON_FOLLOW,
     STUDY_GATE_REFRESH,
     STUDY_OUTCOMES_REFRESH,
     STUDY_QUALITY_REFRESH,
@@ -36,23 +37,22 @@ from audit.queueing import (
     debounce_release,
     queue_gate_refresh,
     queue_job_once,
-    queue_label_followers,
 )
 
 
 def _follow_ups(study_id: int) -> None:
     """What new outcomes change: the reliability report (which refreshes the gate once
     done), the gate, a large study's outcome and agreement counts and the stored
-    comparisons of the large protocol settings it is in, each coalesced per study and
-    started REFRESH_DELAY_SECONDS after the first outcome that asks for it: while people
-    label, each runs at most once per that many seconds (their cost grows with the study)
-    and the worker stays free for outcomes."""
+    comparisons of the large protocol settings it is in (metrics' follow job finds them),
+    each coalesced per study and started REFRESH_DELAY_SECONDS after the first outcome
+    that asks for it: while people label, each runs at most once per that many seconds
+    (their cost grows with the study) and the worker stays free for outcomes."""
     delay = float(getattr(settings, "REFRESH_DELAY_SECONDS", 0))
     queue_job_once(STUDY_REPORT_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_GATE_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_OUTCOMES_REFRESH, study_id, delay=delay)
     queue_job_once(STUDY_QUALITY_REFRESH, study_id, delay=delay)
-    queue_label_followers(study_id, delay=delay)  # e.g. stored comparisons of a setting
+    queue_job_once(STUDY_COMPARISON_FOLLOW, study_id, delay=delay)
 
 
 @shared_task(name=OUTCOMES_PROCESS, **RETRY)
@@ -99,7 +99,7 @@ def label_adjudicated(label_id: int) -> None:
     label_outcome(label=label)
     queue_gate_refresh(label.study_id)
     queue_job_once(STUDY_OUTCOMES_REFRESH, label.study_id)
-    queue_label_followers(label.study_id)
+    queue_job_once(STUDY_COMPARISON_FOLLOW, label.study_id)
 
 
 @shared_task(name=OUTCOMES_SWEEP, **RETRY)

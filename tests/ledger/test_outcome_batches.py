@@ -133,6 +133,7 @@ def test_a_burst_of_submissions_queues_one_outcomes_job(monkeypatch):
         (queueing.STUDY_GATE_REFRESH, (study.pk,)),
         (queueing.STUDY_OUTCOMES_REFRESH, (study.pk,)),
         (queueing.STUDY_QUALITY_REFRESH, (study.pk,)),
+        (queueing.STUDY_COMPARISON_FOLLOW, (study.pk,)),
     }
     sent.clear()
     with transaction.atomic():
@@ -186,6 +187,7 @@ def test_refreshes_after_outcomes_wait_and_run_once_per_delay(monkeypatch, setti
                 queueing.STUDY_OUTCOMES_REFRESH,
                 queueing.STUDY_QUALITY_REFRESH,
                 queueing.STUDY_REPORT_REFRESH,
+                queueing.STUDY_COMPARISON_FOLLOW,
             )
         )
     ]

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from audit import queueing
 from audit.archive.models import Study
-from audit.queueing import STUDY_COMPARISON_REFRESH, debounce_release
+from audit.queueing import STUDY_COMPARISON_FOLLOW, STUDY_COMPARISON_REFRESH, debounce_release
 from fixtures.demo import protocol
 from metrics import protocol_selectors as ps
 from metrics.jobs import study_comparison_refresh
@@ -183,9 +183,10 @@ def test_a_small_setting_is_computed_in_the_request_and_stores_nothing(client, s
 def test_new_outcomes_queue_the_recount_of_each_large_setting_that_reads_them(
     settings, monkeypatch
 ):
-    """After the label jobs, the comparison recount is queued (coalesced, as the outcome
-    and quality recounts are) for each study whose stored setting is large and reads the
-    labelled study; never for a small setting's studies or a study in no setting."""
+    """After the label jobs (through the follow job they queue by name), the comparison
+    recount is queued (coalesced, as the outcome and quality recounts are) for each study
+    whose stored setting is large and reads the labelled study; never for a small
+    setting's studies or a study in no setting."""
     from celery import current_app
 
     from annotator.adjudication.jobs import outcomes_process_job
@@ -212,6 +213,8 @@ def test_new_outcomes_queue_the_recount_of_each_large_setting_that_reads_them(
             parent_digest=None,
         )
         outcomes_process_job.run(rubric.pk)
+        if (STUDY_COMPARISON_FOLLOW, (rubric.pk,)) in sent:  # queued by name: run it
+            current_app.tasks[STUDY_COMPARISON_FOLLOW].run(rubric.pk)
 
     def comparison_jobs() -> list:
         return [args for name, args in sent if name == STUDY_COMPARISON_REFRESH]
