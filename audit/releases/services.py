@@ -745,7 +745,9 @@ def _parsed(label: dict[str, Any], reference: bool) -> None:
         label["parents"] = json.loads(label["parents_text"])
     else:
         label["annotation"], fast = parse_json_fast(text)
-        label["parents"], fast_parents = parse_json_fast(label["parents_text"])
+        parents = label["parents_text"]
+        # Most labels have none: no parse for the empty list.
+        label["parents"], fast_parents = ([], True) if parents == "[]" else parse_json_fast(parents)
         fast = fast and fast_parents
     label["fast"] = fast
 
