@@ -134,7 +134,8 @@ def tuple_chunks_raw(
         connection.ensure_connection()
         raw = connection.connection
     else:
-        own = raw = connection.get_new_connection(connection.get_connection_params())
+        # The settings' connection parameters, without the wrapper's own connection state.
+        own = raw = psycopg.connect(**connection.get_connection_params())
         raw.read_only = True
         raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     try:

@@ -3,9 +3,11 @@
 ``release_create`` names a release (refusing a name that exists), ``release_build_run``
 writes its bundle under ``RELEASES_ROOT/<slug>/<name>/`` and marks it ready with its files
 and manifest (once), ``release_build`` does both at once. The bundle is written in one
-streamed pass over the study's units (ordered by digest, fetched in chunks with their
-archive rows, each chunk's labels and ledger entries in one query each), so memory stays
-constant whatever the size; formats and file names come from :mod:`audit.releases.formats`.
+streamed pass over the study's units (ordered by digest, in chunks with their archive
+rows, labels and ledger entries: for tuple units on PostgreSQL one streamed SQL query,
+:mod:`audit.releases.selectors`; otherwise through the ORM, each chunk's labels and ledger
+entries in one query each), so memory stays constant whatever the size; formats and file
+names come from :mod:`audit.releases.formats`.
 
 Determinism: every byte comes from the database (labels, ledger, gate, freeze) or from
 fixed settings; the release's own creation time lives only in its row. Labels appended
