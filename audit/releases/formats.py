@@ -321,6 +321,8 @@ def _json_text(value: Any, fast: bool = False) -> str:
         return "true" if value else "false"
     if kind is int:
         return int.__repr__(value)
+    if not value and (kind is list or kind is dict):  # most labels' parents
+        return "[]" if kind is list else "{}"
     if fast and (kind is list or kind is dict):
         return canonical_text_fast(value)
     return canonical_text_unchecked(value)

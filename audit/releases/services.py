@@ -3,9 +3,11 @@
 ``release_create`` names a release (refusing a name that exists), ``release_build_run``
 writes its bundle under ``RELEASES_ROOT/<slug>/<name>/`` and marks it ready with its files
 and manifest (once), ``release_build`` does both at once. The bundle is written in one
-streamed pass over the study's units (ordered by digest, fetched in chunks with their
-archive rows, each chunk's labels and ledger entries in one query each), so memory stays
-constant whatever the size; formats and file names come from :mod:`audit.releases.formats`.
+streamed pass over the study's units (ordered by digest, in chunks with their archive
+rows, labels and ledger entries: for tuple units on PostgreSQL one streamed SQL query,
+:mod:`audit.releases.selectors`; otherwise through the ORM, each chunk's labels and ledger
+entries in one query each), so memory stays constant whatever the size; formats and file
+names come from :mod:`audit.releases.formats`.
 
 Determinism: every byte comes from the database (labels, ledger, gate, freeze) or from
 fixed settings; the release's own creation time lives only in its row. Labels appended
@@ -24,7 +26,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ from audit.partitions.selectors import partition_sealed
 from audit.queueing import RELEASE_BUILD, queue_job
 from audit.releases import formats as rf
 from audit.releases.models import Release, ReleaseStatus
+from audit.releases.selectors import raw_reads_available, tuple_chunks_raw
 from metrics.protocol_selectors import comparisons_for_release
 from metrics.selectors import latest_report, prediction_sets_for_release
 
@@ -207,12 +209,16 @@ class _Tally:
     annotators: Counter = field(default_factory=Counter)
     outcomes: int = 0
     without_outcome: int = 0
-    first: datetime | None = None
-    last: datetime | None = None
+    #: The earliest and latest label instants as (key to order by, text as written).
+    first: tuple[Any, str] | None = None
+    last: tuple[Any, str] | None = None
 
-    def saw(self, instant: datetime) -> None:
-        self.first = instant if self.first is None else min(self.first, instant)
-        self.last = instant if self.last is None else max(self.last, instant)
+    def saw(self, label: dict[str, Any]) -> None:
+        seen = (label["created_key"], label["created_at"])
+        if self.first is None or seen[0] < self.first[0]:
+            self.first = seen
+        if self.last is None or seen[0] > self.last[0]:
+            self.last = seen
 
 
 def _batches(iterable: Any, size: int) -> Iterator[list[Any]]:
@@ -311,7 +317,7 @@ def _label_row(
         "partition": unit["partition"],
         "annotator": annotation.get("annotator"),
         "assisted_model": _assisted_model(label),
-        "created_at": mapping.format_instant(label["created_at"]),
+        "created_at": label["created_at"],
         "rationale": annotation.get("rationale"),
     }
     if engine is not None:
@@ -407,18 +413,25 @@ def bundle_write(
                 }
             ],
         )
-        units = units_qs.order_by("digest").values(*UNIT_VALUES).iterator(chunk_size=CHUNK)
         reported = -1
         # Every object alive before the build (Django, the codebook, pyarrow) out of the
         # collector's reach: the millions of short-lived values a build makes would
         # otherwise trigger full collections that scan them all, again and again.
         gc.freeze()
-        for chunk in _batches(units, CHUNK):
+        for units, contents, labels in _chunks(
+            study=study,
+            units_qs=units_qs,
+            exclude_test=sealed,
+            label_cutoff=label_cutoff,
+            ledger_cutoff=ledger_cutoff,
+            reference=reference,
+        ):
             _write_chunk(
                 study=study,
-                chunk=chunk,
-                label_cutoff=label_cutoff,
-                ledger_cutoff=ledger_cutoff,
+                units=units,
+                contents=contents,
+                labels=labels,
+                engine=engine,
                 withhold_texts=withhold_texts,
                 records=records,
                 tables=tables,
@@ -528,12 +541,7 @@ def bundle_write(
         "codebook_digest": codebook.digest,
         "checker_version": CHECKER_VERSION,
         "ledger_head": str(head),
-        "label_dates": (
-            mapping.format_instant(tally.first),
-            mapping.format_instant(tally.last),
-        )
-        if tally.first
-        else None,
+        "label_dates": (tally.first[1], tally.last[1]) if tally.first and tally.last else None,
         "counts": counts,
         "annotators": sorted(tally.annotators.items()),
         "assisted": tally.assisted,
@@ -556,12 +564,70 @@ def bundle_write(
     return Bundle(files=files, stage=reached, facts=facts)
 
 
+def _chunks(
+    *,
+    study: Study,
+    units_qs: QuerySet[Unit],
+    exclude_test: bool,
+    label_cutoff: int,
+    ledger_cutoff: int,
+    reference: bool,
+) -> Iterator[tuple[list[dict[str, Any]], dict[int, UnitContent], list[dict[str, Any]]]]:
+    """The study's units in release order (by digest), ``CHUNK`` at a time, each chunk
+    with its units' contents and labels (each label with its ``outcome``: its ledger
+    entry's row, or ``None``). Tuple units on PostgreSQL are read by plain SQL
+    (:mod:`audit.releases.selectors`); other kinds, other databases and the reference
+    build through the ORM (the two reads are tested equal)."""
+    if not reference and study.codebook.unit == CodebookUnit.TUPLE and raw_reads_available():
+        yield from tuple_chunks_raw(
+            study_id=study.pk,
+            codebook_unit=study.codebook.unit,
+            exclude_test=exclude_test,
+            chunk=CHUNK,
+            label_cutoff=label_cutoff,
+            ledger_cutoff=ledger_cutoff,
+        )
+        return
+    rows = units_qs.order_by("digest").values(*UNIT_VALUES).iterator(chunk_size=CHUNK)
+    for units in _batches(rows, CHUNK):
+        yield (
+            units,
+            unit_contents_of(study=study, units=units),
+            _labels_orm(units=units, label_cutoff=label_cutoff, ledger_cutoff=ledger_cutoff),
+        )
+
+
+def _labels_orm(
+    *, units: list[dict[str, Any]], label_cutoff: int, ledger_cutoff: int
+) -> list[dict[str, Any]]:
+    """The labels :func:`audit.releases.selectors.labels_of_rows` gives, through the ORM
+    (two queries)."""
+    labels = list(
+        Label.objects.filter(unit_id__in=[unit["id"] for unit in units], id__lte=label_cutoff)
+        .annotate(**_LABEL_TEXTS)
+        .values(*_LABEL_FIELDS, *_LABEL_TEXTS)
+    )
+    digests = [label["record_digest"] for label in labels if label["kind"] != LabelKind.GOLD]
+    outcomes = {
+        entry["record_digest"]: entry
+        for entry in LedgerEntry.objects.filter(
+            record_digest__in=digests, seq__lte=ledger_cutoff
+        ).values(*_OUTCOME_FIELDS)
+    }
+    for label in labels:
+        label["created_key"] = label["created_at"]
+        label["created_at"] = mapping.format_instant(label["created_at"])
+        label["outcome"] = outcomes.get(label["record_digest"])
+    return labels
+
+
 def _write_chunk(
     *,
     study: Study,
-    chunk: list[dict[str, Any]],
-    label_cutoff: int,
-    ledger_cutoff: int,
+    units: list[dict[str, Any]],
+    contents: dict[int, UnitContent],
+    labels: list[dict[str, Any]],
+    engine: Codebook | None,
     withhold_texts: bool,
     records: Any,
     tables: dict[str, rf.TableFiles],
@@ -569,13 +635,7 @@ def _write_chunk(
     withheld: rf.Withheld,
     reference: bool = False,
 ) -> None:
-    contents = unit_contents_of(study=study, units=chunk)
     by_unit: dict[int, list[dict[str, Any]]] = {}
-    labels = (
-        Label.objects.filter(unit_id__in=[unit["id"] for unit in chunk], id__lte=label_cutoff)
-        .annotate(**_LABEL_TEXTS)
-        .values(*_LABEL_FIELDS, *_LABEL_TEXTS)
-    )
     gold: dict[int, list[dict[str, Any]]] = {}
     for label in labels:
         is_gold = label["kind"] == LabelKind.GOLD
@@ -583,26 +643,35 @@ def _write_chunk(
         _parsed(label, reference or is_gold)
         into = gold if is_gold else by_unit
         into.setdefault(label["unit_id"], []).append(label)
-    keys = dict(GoldItem.objects.filter(unit_id__in=list(gold)).values_list("unit_id", "key"))
-    digests = [label["record_digest"] for rows in by_unit.values() for label in rows]
-    outcomes = {
-        entry["record_digest"]: entry
-        for entry in LedgerEntry.objects.filter(
-            record_digest__in=digests, seq__lte=ledger_cutoff
-        ).values(*_OUTCOME_FIELDS)
-    }
+    keys = (
+        dict(GoldItem.objects.filter(unit_id__in=list(gold)).values_list("unit_id", "key"))
+        if gold
+        else {}
+    )
     unit_kind = study.codebook.unit
-    engine = _engine_codebook(study)
-    for unit in chunk:
+    lines: list[bytes] = []  # the chunk's record lines, written at once
+    for unit in units:
         tally.units += 1
         content = contents[unit["id"]]
         has_final = False
-        unit_parts: dict[int, tuple[bytes, bytes]] = {}
-        for label, current in _ordered(by_unit.get(unit["id"], []), unit):
-            record, line = _record_line(study, content, label, unit_parts)
+        unit_labels = by_unit.get(unit["id"], [])
+        unit_parts: dict[int, tuple[bytes, bytes]] | None = {} if len(unit_labels) > 1 else None
+        for label, current in _ordered(unit_labels, unit):
+            try:
+                record, line = _record_line(study, content, label, unit_parts)
+            except ReleaseRefused as refused:
+                # Read by plain SQL, a JSON column parsed by orjson (an integer beyond 64
+                # bits becomes a float): the ORM's content decides, else the refusal stands.
+                orm = _content_orm(study, unit["id"])
+                if refused.code != DIGEST_MISMATCH or orm == content:
+                    raise
+                content = contents[unit["id"]] = orm
+                if unit_parts is not None:
+                    unit_parts.clear()
+                record, line = _record_line(study, content, label, unit_parts)
             kind = label["kind"]
             tally.kinds[kind] += 1
-            tally.saw(label["created_at"])
+            tally.saw(label)
             fast = label["fast"]
             if withhold_texts:
                 record = rf.withhold_record(record, withheld)
@@ -621,8 +690,8 @@ def _write_chunk(
             else:
                 tables["labels_final"].write(row, fast=fast)
                 has_final = has_final or current
-            records.write(line)
-            outcome = outcomes.get(label["record_digest"])
+            lines.append(line)
+            outcome = label["outcome"]
             if outcome is None:
                 tally.without_outcome += 1
             else:
@@ -632,6 +701,13 @@ def _write_chunk(
         _write_gold(
             gold.get(unit["id"], []), keys.get(unit["id"]), unit, unit_kind, engine, tables, tally
         )
+    records.write(b"".join(lines))
+
+
+def _content_orm(study: Study, unit_id: int) -> UnitContent:
+    """One unit's content read through the ORM (the reference read)."""
+    unit = Unit.objects.filter(pk=unit_id).values(*UNIT_VALUES).get()
+    return unit_contents_of(study=study, units=[unit])[unit_id]
 
 
 def _write_gold(
@@ -658,7 +734,7 @@ def _write_gold(
         row["gold_right"] = None if key is None else matches(key, values_of(annotation, unit_kind))
         tables["labels_gold"].write(row)
         tally.kinds[LabelKind.GOLD] += 1
-        tally.saw(label["created_at"])
+        tally.saw(label)
 
 
 def _parsed(label: dict[str, Any], reference: bool) -> None:
@@ -671,7 +747,9 @@ def _parsed(label: dict[str, Any], reference: bool) -> None:
         label["parents"] = json.loads(label["parents_text"])
     else:
         label["annotation"], fast = parse_json_fast(text)
-        label["parents"], fast_parents = parse_json_fast(label["parents_text"])
+        parents = label["parents_text"]
+        # Most labels have none: no parse for the empty list.
+        label["parents"], fast_parents = ([], True) if parents == "[]" else parse_json_fast(parents)
         fast = fast and fast_parents
     label["fast"] = fast
 
@@ -710,29 +788,30 @@ def _record_line(
 
     ``unit_parts``: the :func:`_unit_parts` of units already serialized, by unit id (a
     unit's labels then share them: only the annotation and the parents are serialized per
-    label)."""
+    label); ``None`` for a unit's only label, whose record is serialized whole."""
     if label["fast"]:
         record = record_body(
             study=study, content=content, annotation=label["annotation"], parents=label["parents"]
         )
-        parts = None if unit_parts is None else unit_parts.get(content.unit_id)
-        if parts is None:
-            parts = _unit_parts(study, content)
-            if unit_parts is not None:
-                unit_parts[content.unit_id] = parts
-        data = b"".join(
-            (
-                b'{"annotation":',
-                canonical_json_fast(label["annotation"]),
-                b",",
-                parts[0],
-                b',"parents":',
-                canonical_json_fast(label["parents"]),
-                b",",
-                parts[1],
-                b"}",
+        if unit_parts is None:  # the unit's only label: its record in one go
+            data = canonical_json_fast(record)
+        else:
+            parts = unit_parts.get(content.unit_id)
+            if parts is None:
+                parts = unit_parts[content.unit_id] = _unit_parts(study, content)
+            data = b"".join(
+                (
+                    b'{"annotation":',
+                    canonical_json_fast(label["annotation"]),
+                    b",",
+                    parts[0],
+                    b',"parents":',
+                    canonical_json_fast(label["parents"]),
+                    b",",
+                    parts[1],
+                    b"}",
+                )
             )
-        )
         digest = sha256_hex(data)
         if digest == label["record_digest"]:
             at = data.rfind(b',"sampling":')
