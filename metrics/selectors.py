@@ -73,7 +73,7 @@ from metrics.matrices import (
     labels_digest_of,
 )
 from metrics.models import Prediction, PredictionSet, ReportStatus, StudyReport
-from metrics.predictions import ENDPOINT, GoldUnit, final_value
+from metrics.predictions import GoldUnit, final_value, prediction_engine
 from metrics.report_build import CodebookInfo, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
@@ -231,7 +231,7 @@ def _claim_spans(claims: Any) -> tuple[ClaimSpan, ...]:
 
 def report_inputs_fetch(*, study: Study) -> ReportInputs:
     """Every value a report needs. Queries: units, independent labels, memberships,
-    codebooks, and for ``answer-claims`` final labels, observations and source URLs
+    codebooks, and for a format-1 claims codebook final labels, observations and source URLs
     (plus what ``partition_sealed`` reads)."""
     codebook = study.codebook
     is_tuple = codebook.unit == CodebookUnit.TUPLE
@@ -297,7 +297,7 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     elif claims is not None:
         inputs = _claim_rows(study, units, open_units)
     else:
-        inputs = {"outcomes": _final_outcomes(study, units, open_units)}
+        inputs = {"outcomes": _final_outcomes(study, engine, units, open_units)}
     return ReportInputs(
         study=study.slug,
         codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),
@@ -350,18 +350,22 @@ def _final_annotations(
 
 
 def _final_outcomes(
-    study: Study, units: dict[int, tuple], open_units: set[int]
+    study: Study, engine: Engine, units: dict[int, tuple], open_units: set[int]
 ) -> tuple[tuple[Any, float | None, int], ...]:
-    """(final R_O, inclusion probability, answer) of every open tuple unit with a final
-    record, in unit order: what the weighted outcome estimates need (one query)."""
-    # Only the four predicates, as text ("1", "0", or NULL for U): never the whole record.
-    predicates = Concat(
+    """(final R_O, inclusion probability, answer) of every open unit with a final record,
+    in unit order: what the weighted outcome estimates need (one query); none when the
+    codebook has no R_O."""
+    endpoint = next((d for d in engine.derived if d.rule == "R_O"), None)
+    if endpoint is None:
+        return ()
+    # Only R_O's inputs, as text ("1", "0", or "U"): never the whole record.
+    inputs = Concat(
         *(
             item
-            for key in "IAMD"
+            for code in endpoint.inputs
             for item in (
                 Coalesce(
-                    KT(f"annotation__predicates__{key}"),
+                    KT("__".join(("annotation", *engine.paths[code]))),
                     Value("U", output_field=CharField()),
                     output_field=CharField(),
                 ),
@@ -370,15 +374,20 @@ def _final_outcomes(
         ),
         output_field=CharField(),
     )
-    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()}, predicates)
+    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()}, inputs)
+    rule = SimpleNamespace(derived=(endpoint,))
     out = []
     for pk in sorted(open_units):
         final = finals.get(pk)
         if final is None:
             continue
         _, _, _, observation, probability = units[pk]
-        values = dict(zip("IAMD", (_predicate(v) for v in final[1].split(",")), strict=False))
-        out.append((final_value({"predicates": values}, ENDPOINT), probability, observation))
+        texts = final[1].split(",")
+        values = {
+            code: _predicate(text) for code, text in zip(endpoint.inputs, texts, strict=False)
+        }
+        outcome = derive(rule, {"values": values})[endpoint.code]
+        out.append((outcome, probability, observation))
     return tuple(out)
 
 
@@ -595,10 +604,11 @@ def prediction_gold_fetch(*, study: Study, field: str) -> dict[int, GoldUnit]:
         .values_list("id", "state", "observation__query__domain")
     )
     finals = _final_annotations(study, {pk: state for pk, state, _ in units})
+    engine = prediction_engine(study.codebook.unit, study.codebook.definition or {})
     gold = {}
     for pk, _, domain in units:
         final = finals.get(pk)
-        value = final_value(final[1] or {}, field) if final is not None else None
+        value = final_value(final[1] or {}, field, engine) if final is not None else None
         gold[pk] = GoldUnit(domain=domain or "", final=final is not None, value=value)
     return gold
 

@@ -285,7 +285,7 @@ def _format1_tuple(definition: Mapping[str, Any]) -> Engine:
         code=ENDPOINT,
         rule="R_O",
         inputs=PREDICATE_KEYS,
-        label="R_O: complete-case endpoint",
+        label="complete-case endpoint",
         definition="1 exactly for (I, A, M, D) = (1, 1, 1, 0), else 0; U if any is U.",
     )
     return Engine(
