@@ -33,7 +33,7 @@ from audit.archive.selectors import codebook_registry, codebook_registry_of
 from audit.contract import check_record
 from audit.contract.claim_alignment import claims_agree, claims_consensus
 from audit.contract.endpoint import VERDICTS
-from audit.contract.engine import engine_of, engine_values, field_value
+from audit.contract.engine import Engine, compared_key, engine_of, engine_values, field_value
 from audit.ledger.chain import Outcome, ledger_append, ledger_append_many
 from audit.ledger.models import LedgerEntry
 from audit.queueing import LABEL_ADJUDICATED, queue_job
@@ -51,7 +51,7 @@ def labels_agree(
     disputes the unit. Spans, evidence values and reasons may differ between agreeing
     annotators. ``definition`` None: a format-1 codebook of ``unit_kind``."""
     engine = engine_of(definition, unit=unit_kind)
-    if len({judgments_of(a, unit_kind, definition) for a in annotations}) > 1:
+    if len({_judgments(engine, a) for a in annotations}) > 1:
         return False
     return all(
         claims_agree([field_value(engine, a, claims.code) or [] for a in annotations])
@@ -62,8 +62,14 @@ def labels_agree(
 def judgments_of(
     annotation: dict[str, Any], unit_kind: str, definition: dict[str, Any] | None = None
 ) -> tuple:
-    """What agreeing annotations share: the values of the codebook's compared fields."""
-    engine = engine_of(definition, unit=unit_kind)
+    """What agreeing annotations share: the values of the codebook's compared fields (per
+    document too, and relations as sets, for a codebook with fields below unit level)."""
+    return _judgments(engine_of(definition, unit=unit_kind), annotation)
+
+
+def _judgments(engine: Engine, annotation: dict[str, Any]) -> tuple:
+    if engine.unit_level:
+        return compared_key(engine, annotation)
     return picks_module.judgments_key(engine.definition, engine_values(engine, annotation))
 
 

@@ -89,9 +89,19 @@ class Engine:
         """Per-document fields with a value (query_documents codebooks)."""
         return tuple(f for f in self.fields if f.is_value and f.placement == "document")
 
-    @property
+    @cached_property
     def claims_fields(self) -> tuple[Field, ...]:
         return tuple(f for f in self.fields if f.type == "claims")
+
+    @cached_property
+    def compared_paths(self) -> tuple[Path, ...]:
+        """The paths of :attr:`value_fields`, in order (read once per engine)."""
+        return tuple(self.paths[f.code] for f in self.value_fields)
+
+    @cached_property
+    def unit_level(self) -> bool:
+        """Whether every field is at unit level (no per-document or set-level field)."""
+        return all(f.placement == "unit" for f in self.fields)
 
     @cached_property
     def definition(self) -> dict[str, Any]:
@@ -122,8 +132,9 @@ def engine_fields(
     return engine.fields, engine.derived
 
 
-#: Engines of recently read definitions: (the definition itself, its engine) by ``id``. The
-#: entry holds the definition, so its id cannot be reused while it is cached.
+#: Engines of recently read definitions: (the definition itself, its engine) by ``id``, the
+#: oldest dropped first. The entry holds the definition, so its id cannot be reused while
+#: it is cached.
 _CACHE: OrderedDict[int, tuple[Mapping[str, Any], Engine]] = OrderedDict()
 _CACHE_SIZE = 64
 
@@ -137,7 +148,6 @@ def engine_of(definition: Mapping[str, Any] | None, *, unit: str | None = None) 
         return _format1({"unit": unit or "tuple"})
     cached = _CACHE.get(id(definition))
     if cached is not None and cached[0] is definition:
-        _CACHE.move_to_end(id(definition))
         return cached[1]
     if definition.get("format_version") == ENGINE_FORMAT:
         engine = _format2(definition)
@@ -380,6 +390,27 @@ def value_at(annotation: Any, path: Sequence[str]) -> Any:
 
 
 ABSENT = _ABSENT
+
+
+def compared_key(engine: Engine, annotation: Any) -> tuple:
+    """What two agreeing annotations share: each unit-level value field's value, typed
+    (``true`` and ``1`` differ; an absent value is neither U nor any value). For a codebook
+    whose fields are all at unit level this is annotator.adjudication.picks'
+    ``judgments_key`` of the engine's view, read straight from the stored annotation."""
+    out = []
+    for path in engine.compared_paths:
+        value = annotation
+        for step in path:
+            if (type(value) is not dict and not isinstance(value, Mapping)) or step not in value:
+                value = _ABSENT
+                break
+            value = value[step]
+        out.append(_MISSING_KEY if value is _ABSENT else (type(value).__name__, value))
+    return tuple(out)
+
+
+#: How :func:`compared_key` writes an absent value (as picks writes its ``MISSING``).
+_MISSING_KEY = ("tuple", "missing")
 
 
 def field_value(engine: Engine, annotation: Any, code: str) -> Any:
