@@ -38,7 +38,7 @@ from audit.contract.canonical import encode_string
 from audit.contract.claim_alignment import claims_match
 
 U = "U"
-#: Answer-claims: the claim verdicts compared on matched claims.
+#: The claim verdicts (a claims field's default ``claim_verdicts``) compared on matched claims.
 CLAIM_ITEMS = (("supported", "Claim supported"), ("accurate", "Claim accurate"))
 
 

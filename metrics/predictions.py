@@ -6,13 +6,13 @@ Pure tier: no Django. DESIGN.md, "Estimates a paper can print"; the format is do
 the file with :mod:`audit.contract.streams`, hands each decoded line here, and imports
 nothing unless every line is good.
 
-Fields a file may predict, by the codebook's unit kind:
-
-* ``tuple`` (``source-risk``): the predicates ``I``, ``A``, ``M``, ``D`` and the endpoint
-  ``R_O`` (0, 1 or ``null`` for U), ``passage_support`` (0, 1 or ``null``) and
-  ``source_role`` (a role key of the codebook, or ``null``);
-* ``answer`` (``answer-claims``): the six answer-level verdicts (``true``, ``false`` or
-  ``null``).
+Fields a file may predict are the codebook's, as audit.contract.engine describes every
+codebook: its derived ``R_O`` (0, 1 or ``null`` for U) and ``min`` values (``true``,
+``false`` or ``null``), then its unit-level ``verdict`` (booleans), ``grade`` (its
+integers: a format-1 predicate or ``passage_support`` is 0 or 1) and ``choice`` fields
+(its codes: a source role). For the first tuple codebook that is ``R_O``, ``I``, ``A``,
+``M``, ``D``, ``passage_support``, ``source_role``; for the first answer codebook its six
+answer-level verdicts.
 
 A value of the wrong type is refused with a reason, as the record contract refuses it:
 ``true`` is not 1 and ``"U"`` is not ``null``.
@@ -23,16 +23,20 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from audit.contract import codes
-from audit.contract.endpoint import VERDICTS, resolve_complete_case
+from audit.contract.engine import Engine, engine_of, engine_values, field_value
+from audit.contract.fields import derive
 from metrics.estimates import Estimate, JudgeScores, judge_scores
 
 FORMAT = "predictions"
 FORMAT_VERSION = 1
-PREDICATES = ("I", "A", "M", "D")
 ENDPOINT = "R_O"
+#: Derived rules and field types a prediction may name.
+PREDICTED_RULES = ("R_O", "min")
+PREDICTED_TYPES = ("verdict", "grade", "choice")
 
 #: Reason codes of a prediction file (beside audit.contract.codes' line codes).
 STUDY_NOT_FROZEN = "study_not_frozen"
@@ -101,29 +105,38 @@ class Header:
     positive: Hashable | None
 
 
+def prediction_engine(unit_kind: str, definition: Mapping[str, Any] | None) -> Engine:
+    """The engine of the codebook a prediction file is for (a definition without its
+    ``unit`` is of ``unit_kind``)."""
+    if not definition:
+        return engine_of(None, unit=unit_kind)
+    if "unit" not in definition:
+        return engine_of({**definition, "unit": unit_kind})
+    return engine_of(definition)
+
+
 def prediction_fields(unit_kind: str, definition: Mapping[str, Any]) -> dict[str, FieldSpec]:
-    """The fields a prediction file may name for a codebook of ``unit_kind``."""
-    if unit_kind == "tuple":
-        labels = {p.get("key"): p.get("label") for p in definition.get("predicates") or ()}
-        fields = {
-            ENDPOINT: FieldSpec(ENDPOINT, "R_O: complete-case endpoint", (0, 1), False),
-            **{
-                key: FieldSpec(key, f"{key}: {labels.get(key) or key}", (0, 1), False)
-                for key in PREDICATES
-            },
-            "passage_support": FieldSpec("passage_support", "Passage support", (0, 1), False),
-        }
-        roles = tuple(
-            str(r.get("key")) for r in definition.get("source_roles") or () if r.get("key")
-        )
-        if roles:
-            fields["source_role"] = FieldSpec("source_role", "Source role", roles, False)
-        return fields
-    labels = {v.get("key"): v.get("label") for v in definition.get("verdicts") or ()}
-    return {
-        key: FieldSpec(key, f"{key}: {labels.get(key) or key}", (False, True), True)
-        for key in VERDICTS
-    }
+    """The fields a prediction file may name for a codebook of ``unit_kind``: its
+    predictable derived values, then its fields with a value of a predictable type."""
+    engine = prediction_engine(unit_kind, definition)
+    fields: dict[str, FieldSpec] = {}
+    for item in engine.derived:
+        if item.rule not in PREDICTED_RULES or not set(item.inputs) <= set(engine.paths):
+            continue
+        label = f"{item.code}: {item.label or item.code}"
+        if item.rule == "R_O":
+            fields[item.code] = FieldSpec(item.code, label, (0, 1), False)
+        else:
+            fields[item.code] = FieldSpec(item.code, label, (False, True), True)
+    for item in engine.value_fields:
+        if item.type not in PREDICTED_TYPES or (item.type != "verdict" and not item.codes):
+            continue
+        label = engine.item_labels.get(item.code, item.code)
+        if item.type == "verdict":
+            fields[item.code] = FieldSpec(item.code, label, (False, True), True)
+        else:
+            fields[item.code] = FieldSpec(item.code, label, item.codes, False)
+    return fields
 
 
 def _string(value: Any, path: str) -> str:
@@ -153,8 +166,8 @@ def value_check(spec: FieldSpec, value: Any, path: str = "value") -> Hashable | 
         return None
     if spec.boolean:
         ok = isinstance(value, bool)
-    elif spec.values == (0, 1):
-        ok = type(value) is int and value in (0, 1)
+    elif all(type(v) is int for v in spec.values):
+        ok = type(value) is int and value in spec.values
     else:
         ok = isinstance(value, str) and value in spec.values
     if not ok:
@@ -242,26 +255,35 @@ def line_parse(value: Any, spec: FieldSpec) -> tuple[str, Hashable | None]:
     return unit, value_check(spec, value["value"])
 
 
-def final_value(annotation: Mapping[str, Any], field: str) -> Hashable | None:
-    """The value of ``field`` in a final record's annotation (``None`` for U or absent).
+def final_value(annotation: Mapping[str, Any], field: str, engine: Engine) -> Hashable | None:
+    """The value of ``field`` in a final record's annotation (``None`` for U, absent, or a
+    value not of the field's type).
 
-    ``R_O`` is resolved from the record's predicates by the complete-case rule, so it is
-    the endpoint the contract computes, never a stored guess."""
-    if field in VERDICTS:
-        verdict = (annotation.get("verdicts") or {}).get(field) or {}
-        value = verdict.get("value") if isinstance(verdict, dict) else None
-        return value if isinstance(value, bool) else None
-    if field == ENDPOINT:
-        predicates = annotation.get("predicates") or {}
-        values = [predicates.get(key) for key in PREDICATES]
-        if any(not (v is None or (type(v) is int and v in (0, 1))) for v in values):
-            return None
-        return resolve_complete_case(*values)
-    if field in PREDICATES:
-        value = (annotation.get("predicates") or {}).get(field)
-    else:
-        value = annotation.get(field)
-    return None if isinstance(value, bool) else value
+    A derived value (``R_O``) is computed from the record's fields by the codebook's rule,
+    so it is the endpoint the contract computes, never a stored guess."""
+    for item in engine.derived:
+        if item.code == field:
+            values = [field_value(engine, annotation, code) for code in item.inputs]
+            if any(
+                not (v is None or _typed(engine, code, v))
+                for code, v in zip(item.inputs, values, strict=True)
+            ):
+                return None
+            return derive(SimpleNamespace(derived=(item,)), engine_values(engine, annotation))[
+                field
+            ]
+    value = field_value(engine, annotation, field)
+    return value if value is not None and _typed(engine, field, value) else None
+
+
+def _typed(engine: Engine, code: str, value: Any) -> bool:
+    """Whether ``value`` has the type of field ``code``'s values (``true`` is not 1)."""
+    kind = engine.field(code).type
+    if kind == "verdict":
+        return type(value) is bool
+    if kind == "grade":
+        return type(value) is int and value in engine.field(code).codes
+    return type(value) is str
 
 
 # --- scoring --------------------------------------------------------------------------------

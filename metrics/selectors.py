@@ -53,8 +53,8 @@ from audit.archive.models import (
     Unit,
     UnitState,
 )
-from audit.contract.codebook import codebook_from_dict
 from audit.contract.endpoint import VERDICTS
+from audit.contract.engine import ENGINE_FORMAT, Engine, engine_of
 from audit.contract.fields import derive
 from audit.ledger.models import StudyGate
 from audit.partitions.selectors import (
@@ -73,13 +73,10 @@ from metrics.matrices import (
     labels_digest_of,
 )
 from metrics.models import Prediction, PredictionSet, ReportStatus, StudyReport
-from metrics.predictions import ENDPOINT, GoldUnit, final_value
+from metrics.predictions import GoldUnit, final_value, prediction_engine
 from metrics.report_build import CodebookInfo, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
-#: Codebooks of this format declare their fields; their report compares every field with
-#: a value at the field's level of measurement.
-ENGINE_FORMAT = 2
 
 
 def sealed_partitions(study: Study) -> tuple[str, ...]:
@@ -153,34 +150,22 @@ def labels_digest(*, study: Study) -> str:
     return labels_digest_of(heads.record_digests)
 
 
-def _engine_fields(definition: dict[str, Any]) -> tuple[Any, ...]:
-    """A format-2 codebook's unit-level fields with a value, in codebook order (the items
-    of its report); none for the first codebooks."""
-    if definition.get("format_version") != ENGINE_FORMAT:
-        return ()
-    codebook = codebook_from_dict(definition)
-    return tuple(f for f in codebook.fields if f.is_value and f.placement == "unit")
+#: Field types whose values are read as text.
+TEXT_READ = frozenset({"choice", "grade", "number", "date", "text"})
 
 
-def _document_fields(definition: dict[str, Any]) -> tuple[Any, ...]:
-    """A query_documents codebook's per-document fields with a value, in codebook order:
-    items whose units are (unit, document) pairs."""
-    if definition.get("format_version") != ENGINE_FORMAT:
-        return ()
-    codebook = codebook_from_dict(definition)
-    return tuple(f for f in codebook.fields if f.is_value and f.placement == "document")
-
-
-def _derived_items(definition: dict[str, Any]) -> tuple[Any, ...]:
-    """A format-2 codebook's derived values that are reliability items: ``min`` and
-    ``R_O`` over unit-level fields (each label's derived value, with the U rule)."""
-    if definition.get("format_version") != ENGINE_FORMAT:
-        return ()
-    codebook = codebook_from_dict(definition)
-    unit_values = {f.code for f in _engine_fields(definition)}
-    return tuple(
-        d for d in codebook.derived if d.rule in ("min", "R_O") and set(d.inputs) <= unit_values
-    )
+def _value_reader(engine: Engine, item: Any) -> Any:
+    """The database expression that reads one field's value out of a label's annotation,
+    at the field's path (audit.contract.engine): choices, grades, numbers and dates as
+    text, which the categories are made of; verdicts, claims and spans as their JSON value
+    (SQLite reads a JSON ``true`` as the text ``1``)."""
+    path = engine.paths[item.code]
+    if item.type not in TEXT_READ:
+        expression: Any = "annotation"
+        for step in path:
+            expression = KeyTransform(step, expression)
+        return expression
+    return KT("__".join(("annotation", *path)))
 
 
 def _json_value(text: Any) -> Any:
@@ -209,26 +194,13 @@ def _with_derived(
         yield rows
 
 
-def _items(study: Study) -> tuple[tuple[str, str], ...]:
-    definition = study.codebook.definition or {}
-    if definition.get("format_version") == ENGINE_FORMAT:
-        return (
-            *((f.code, f"{f.code}: {f.label}") for f in _engine_fields(definition)),
-            *(
-                (d.code, f"{d.code}: {d.label or d.code} (derived, {d.rule})")
-                for d in _derived_items(definition)
-            ),
-        )
-    if study.codebook.unit == CodebookUnit.TUPLE:
-        labels = {p.get("key"): p.get("label") for p in definition.get("predicates") or ()}
-        support = (definition.get("passage_support") or {}).get("label") or "Passage support"
-        return (
-            *((key, f"{key}: {labels.get(key) or key}") for key in "IAMD"),
-            ("passage_support", support),
-            ("source_role", "Source role"),
-        )
-    labels = {v.get("key"): v.get("label") for v in definition.get("verdicts") or ()}
-    return tuple((key, f"{key}: {labels.get(key) or key}") for key in VERDICTS)
+def _items(engine: Engine) -> tuple[tuple[str, str], ...]:
+    """The report's items: every unit-level field with a value, then the derived values
+    reported beside them, each with its label."""
+    return tuple(
+        (item.code, engine.item_labels.get(item.code, item.code))
+        for item in (*engine.value_fields, *engine.reported_derived)
+    )
 
 
 def _pseudonyms(study: Study) -> dict[int, str]:
@@ -259,15 +231,16 @@ def _claim_spans(claims: Any) -> tuple[ClaimSpan, ...]:
 
 def report_inputs_fetch(*, study: Study) -> ReportInputs:
     """Every value a report needs. Queries: units, independent labels, memberships,
-    codebooks, and for ``answer-claims`` final labels, observations and source URLs
+    codebooks, and for a format-1 claims codebook final labels, observations and source URLs
     (plus what ``partition_sealed`` reads)."""
     codebook = study.codebook
     is_tuple = codebook.unit == CodebookUnit.TUPLE
-    engine = _engine_fields(codebook.definition or {})
-    per_document = _document_fields(codebook.definition or {})
-    engine_format = (codebook.definition or {}).get("format_version") == ENGINE_FORMAT
-    # the first answer codebook's claim metrics
-    claim_rows = not is_tuple and not engine and not engine_format
+    engine = engine_of(codebook.definition or {})
+    unit_fields = engine.value_fields
+    per_document = engine.document_fields
+    derived = engine.reported_derived
+    engine_format = engine.format_version == ENGINE_FORMAT
+    claims = engine.claims_fields[0] if engine.claims_fields and not engine_format else None
     sealed = sealed_partitions(study)
     columns = ["id", "partition", "observation__query__domain", "state", "observation_id"]
     if is_tuple:
@@ -281,35 +254,21 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
             column.extend(row[values] for row in chunk)
         present.update(row[1] or UNASSIGNED for row in chunk)
         units.update((row[0], (row[1] or UNASSIGNED, row[2] or "", *row[3:])) for row in chunk)
-    items = _items(study)
-    if engine or engine_format:
-        values = {f"v_{f.code}": KT(f"annotation__values__{f.code}") for f in engine}
-        if per_document:
-            values["documents"] = KeyTransform("documents", "annotation")
-    elif is_tuple:
-        values = {
-            **{f"v_{key}": KT(f"annotation__predicates__{key}") for key in "IAMD"},
-            "v_passage_support": KT("annotation__passage_support"),
-            "v_source_role": KT("annotation__source_role"),
-        }
-    else:
-        values = {
-            f"v_{key}": KeyTransform(
-                "value", KeyTransform(key, KeyTransform("verdicts", "annotation"))
-            )
-            for key in VERDICTS
-        }
-        values["claims"] = KeyTransform("claims", "annotation")
+    items = _items(engine)
+    values = {f"v_{item.code}": _value_reader(engine, item) for item in unit_fields}
+    if claims is not None:
+        values["claims"] = _value_reader(engine, claims)
+    if per_document:
+        values["documents"] = KeyTransform("documents", "annotation")
     pseudonyms = _pseudonyms(study)
     rows = _head_rows(_independent_labels(study, sealed), values)
-    derived = _derived_items(codebook.definition or {})
     if derived:
-        rows = _with_derived(rows, [f.code for f in engine], derived)
+        rows = _with_derived(rows, [f.code for f in unit_fields], derived)
     heads = heads_from_rows(
         rows,
         n_items=len(items),
         coder_of=lambda user_id: pseudonyms.get(user_id, f"user-{user_id}"),
-        claims_of=None if is_tuple or engine_format else _claim_spans,
+        claims_of=None if claims is None else _claim_spans,
         documents_of=(
             partial(document_categories, codes=[f.code for f in per_document])
             if per_document
@@ -328,17 +287,17 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
     if engine_format:
         inputs = {
             "levels": {
-                **{f.code: f.level for f in (*engine, *per_document)},
+                **{f.code: f.level for f in (*unit_fields, *per_document)},
                 **{d.code: "nominal" for d in derived},
             },
             "document_items": tuple(
                 (f.code, f"{f.code}: {f.label} (per document)") for f in per_document
             ),
         }
-    elif claim_rows:
+    elif claims is not None:
         inputs = _claim_rows(study, units, open_units)
     else:
-        inputs = {"outcomes": _final_outcomes(study, units, open_units)}
+        inputs = {"outcomes": _final_outcomes(study, engine, units, open_units)}
     return ReportInputs(
         study=study.slug,
         codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),
@@ -391,18 +350,22 @@ def _final_annotations(
 
 
 def _final_outcomes(
-    study: Study, units: dict[int, tuple], open_units: set[int]
+    study: Study, engine: Engine, units: dict[int, tuple], open_units: set[int]
 ) -> tuple[tuple[Any, float | None, int], ...]:
-    """(final R_O, inclusion probability, answer) of every open tuple unit with a final
-    record, in unit order: what the weighted outcome estimates need (one query)."""
-    # Only the four predicates, as text ("1", "0", or NULL for U): never the whole record.
-    predicates = Concat(
+    """(final R_O, inclusion probability, answer) of every open unit with a final record,
+    in unit order: what the weighted outcome estimates need (one query); none when the
+    codebook has no R_O."""
+    endpoint = next((d for d in engine.derived if d.rule == "R_O"), None)
+    if endpoint is None:
+        return ()
+    # Only R_O's inputs, as text ("1", "0", or "U"): never the whole record.
+    inputs = Concat(
         *(
             item
-            for key in "IAMD"
+            for code in endpoint.inputs
             for item in (
                 Coalesce(
-                    KT(f"annotation__predicates__{key}"),
+                    KT("__".join(("annotation", *engine.paths[code]))),
                     Value("U", output_field=CharField()),
                     output_field=CharField(),
                 ),
@@ -411,15 +374,20 @@ def _final_outcomes(
         ),
         output_field=CharField(),
     )
-    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()}, predicates)
+    finals = _final_annotations(study, {pk: unit[2] for pk, unit in units.items()}, inputs)
+    rule = SimpleNamespace(derived=(endpoint,))
     out = []
     for pk in sorted(open_units):
         final = finals.get(pk)
         if final is None:
             continue
         _, _, _, observation, probability = units[pk]
-        values = dict(zip("IAMD", (_predicate(v) for v in final[1].split(",")), strict=False))
-        out.append((final_value({"predicates": values}, ENDPOINT), probability, observation))
+        texts = final[1].split(",")
+        values = {
+            code: _predicate(text) for code, text in zip(endpoint.inputs, texts, strict=False)
+        }
+        outcome = derive(rule, {"values": values})[endpoint.code]
+        out.append((outcome, probability, observation))
     return tuple(out)
 
 
@@ -636,10 +604,11 @@ def prediction_gold_fetch(*, study: Study, field: str) -> dict[int, GoldUnit]:
         .values_list("id", "state", "observation__query__domain")
     )
     finals = _final_annotations(study, {pk: state for pk, state, _ in units})
+    engine = prediction_engine(study.codebook.unit, study.codebook.definition or {})
     gold = {}
     for pk, _, domain in units:
         final = finals.get(pk)
-        value = final_value(final[1] or {}, field) if final is not None else None
+        value = final_value(final[1] or {}, field, engine) if final is not None else None
         gold[pk] = GoldUnit(domain=domain or "", final=final is not None, value=value)
     return gold
 

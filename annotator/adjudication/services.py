@@ -33,13 +33,10 @@ from audit.archive.selectors import codebook_registry, codebook_registry_of
 from audit.contract import check_record
 from audit.contract.claim_alignment import claims_agree, claims_consensus
 from audit.contract.endpoint import VERDICTS
+from audit.contract.engine import Engine, compared_key, engine_of, engine_values, field_value
 from audit.ledger.chain import Outcome, ledger_append, ledger_append_many
 from audit.ledger.models import LedgerEntry
 from audit.queueing import LABEL_ADJUDICATED, queue_job
-
-#: The fields whose equality makes independent labels agree, per codebook unit. Spans,
-#: evidence values and reasons may differ between agreeing annotators.
-SOURCE_RISK_JUDGMENTS = ("predicates", "passage_support", "source_role")
 
 
 def labels_agree(
@@ -47,38 +44,33 @@ def labels_agree(
     unit_kind: str,
     definition: dict[str, Any] | None = None,
 ) -> bool:
-    """Whether independent labels agree (consensus) or dispute the unit. A codebook of
-    fields (format 2): equal values field by field. For a tuple: equal predicates, passage
-    support and source role. For an answer: equal answer-level verdicts, and claims that
-    align one to one by answer span with equal verdicts and kind
+    """Whether independent labels agree (consensus) or dispute the unit: equal values on
+    every compared field of the codebook (audit.contract.engine: the first two codebooks
+    too), and claims that align one to one by answer span with equal verdicts and kind
     (audit.contract.claim_alignment): an unmatched claim or a differing claim verdict
-    disputes the unit."""
-    if len({judgments_of(a, unit_kind, definition) for a in annotations}) > 1:
+    disputes the unit. Spans, evidence values and reasons may differ between agreeing
+    annotators. ``definition`` None: a format-1 codebook of ``unit_kind``."""
+    engine = engine_of(definition, unit=unit_kind)
+    if len({_judgments(engine, a) for a in annotations}) > 1:
         return False
-    if unit_kind == CodebookUnit.TUPLE or _has_fields(definition):
-        return True
-    return claims_agree([a.get("claims") or [] for a in annotations])
-
-
-def _has_fields(definition: dict[str, Any] | None) -> bool:
-    return definition is not None and definition.get("format_version") == FIELDS_FORMAT
+    return all(
+        claims_agree([field_value(engine, a, claims.code) or [] for a in annotations])
+        for claims in engine.claims_fields
+    )
 
 
 def judgments_of(
     annotation: dict[str, Any], unit_kind: str, definition: dict[str, Any] | None = None
 ) -> tuple:
-    """What agreeing annotations share. A codebook of format 2 says it by its fields."""
-    if _has_fields(definition):
-        return picks_module.judgments_key(definition, annotation)
-    if unit_kind == CodebookUnit.TUPLE:
-        predicates = annotation.get("predicates") or {}
-        return (
-            tuple(predicates.get(key) for key in "IAMD"),
-            annotation.get("passage_support"),
-            annotation.get("source_role"),
-        )
-    verdicts = annotation.get("verdicts") or {}
-    return tuple((verdicts.get(key) or {}).get("value") for key in VERDICTS)
+    """What agreeing annotations share: the values of the codebook's compared fields (per
+    document too, and relations as sets, for a codebook with fields below unit level)."""
+    return _judgments(engine_of(definition, unit=unit_kind), annotation)
+
+
+def _judgments(engine: Engine, annotation: dict[str, Any]) -> tuple:
+    if engine.unit_level:
+        return compared_key(engine, annotation)
+    return picks_module.judgments_key(engine.definition, engine_values(engine, annotation))
 
 
 def independent_heads(*, unit: Unit) -> list[Label]:

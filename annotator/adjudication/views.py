@@ -56,12 +56,12 @@ from annotator.labelling.services import (
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UnitContent, unit_content
 from audit.contract.claim_alignment import claims_aligned
+from audit.contract.engine import ABSENT, Engine, engine_of, engine_values, field_value, value_at
 from audit.contract.errors import ContractError
 from audit.contract.texts import loads_checked
 
 #: How many disputed units the queue page lists at once (highest priority first).
 QUEUE_PAGE_SIZE = 100
-SPAN_JUDGMENTS = ("I", "A", "M", "D", "passage_support")
 
 
 def _refused_page(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
@@ -240,63 +240,85 @@ def _note_row(annotations: list[dict[str, Any]]) -> Row:
     return Row("note", "Annotator’s rationale", "note", cells, differs=False)
 
 
-def _source_risk_rows(
-    codebook: dict[str, Any],
+def _engine_rows(
+    engine: Engine,
     annotations: list[dict[str, Any]],
     final: dict[str, Any] | None,
 ) -> list[Row]:
+    """One row per compared field of the codebook (audit.contract.engine), in codebook
+    order, each judgment with a span row when its field cites evidence; then the evidence
+    dimensions and the annotators' rationales. ``annotations`` and ``final`` are stored
+    annotations. Rows are named as the page's script knows them: ``pred-I`` for an input
+    of R_O, ``verdict-cited``, ``evidence-d_Q``, else the field's code."""
     rows: list[Row] = []
+    predicates = {code for d in engine.derived if d.rule == "R_O" for code in d.inputs}
+    views = [engine_values(engine, annotation) for annotation in annotations]
+    final_view = engine_values(engine, final) if final is not None else None
 
-    def add(field_name: str, label: str, kind: str, get: Any, show: Any) -> None:
-        cells, values = [], []
-        for annotation in annotations:
-            cell, value = _value_cell(annotation, get, show)
-            cells.append(cell)
-            values.append(value)
-        final_cell = _value_cell(final, get, show)[0] if final is not None else None
-        rows.append(Row(field_name, label, kind, cells, _differs(values), final_cell))
+    def value_cell(annotation: dict[str, Any], code: str, show: Any) -> tuple[Cell, Any]:
+        value = value_at(annotation, engine.paths[code])
+        if value is ABSENT:
+            return Cell(text="not answered", missing=True), None
+        reason = engine.reason_paths.get(code)
+        items = [] if reason is None else [{"reason": field_value_reason(annotation, reason)}]
+        return Cell(text=show(value), items=items), value
 
-    def add_spans(judgment: str, label: str, follows: str) -> None:
-        lists = [(a.get("spans") or {}).get(judgment) or [] for a in annotations]
-        cells, differs = _spans_cells(lists)
+    def add(name: str, label: str, kind: str, code: str, show: Any) -> None:
+        pairs = [value_cell(annotation, code, show) for annotation in annotations]
+        final_cell = value_cell(final, code, show)[0] if final is not None else None
+        differs = _differs([value for _, value in pairs])
+        rows.append(Row(name, label, kind, [cell for cell, _ in pairs], differs, final_cell))
+
+    def spans_for(view: dict[str, Any], code: str) -> list[dict[str, Any]]:
+        return [
+            {k: v for k, v in span.items() if k != "field"}
+            for span in view["spans"]
+            if span.get("field") == code
+        ]
+
+    def add_spans(code: str, label: str, follows: str) -> None:
+        cells, differs = _spans_cells([spans_for(view, code) for view in views])
         final_cell = None
-        if final is not None:
-            final_cell = _spans_cells([(final.get("spans") or {}).get(judgment) or []])[0][0]
+        if final_view is not None:
+            final_cell = _spans_cells([spans_for(final_view, code)])[0][0]
         name = f"Spans for {label}"
-        rows.append(Row(f"spans-{judgment}", name, "spans", cells, differs, final_cell, follows))
+        rows.append(Row(f"spans-{code}", name, "spans", cells, differs, final_cell, follows))
 
-    for item in codebook.get("predicates", []):
-        key = item["key"]
+    for item in engine.value_fields:
+        code = item.code
+        if item.type == "verdict":
+            add(f"verdict-{code}", item.label, "verdict", code, _verdict_text)
+            continue
+        if item.type == "choice":
+            labels = {option.code: option.label for option in item.options}
+            add(code, item.label, "role", code, lambda v, labels=labels: labels.get(v, str(v)))
+            continue
+        predicate = code in predicates
+        name = f"pred-{code}" if predicate else code
         add(
-            f"pred-{key}",
-            f"{key} · {item['label']}",
+            name,
+            f"{code} · {item.label}" if predicate else item.label,
             "judgment",
-            lambda a, key=key: a["predicates"][key],
+            code,
             _judgment_text,
         )
-        add_spans(key, key, f"pred-{key}")
-    support = codebook["passage_support"]["label"]
-    add("passage_support", support, "judgment", lambda a: a["passage_support"], _judgment_text)
-    add_spans("passage_support", support, "passage_support")
-    roles = {role["key"]: role["label"] for role in codebook.get("source_roles", [])}
-    add(
-        "source_role",
-        "Source role",
-        "role",
-        lambda a: a["source_role"],
-        lambda value: roles.get(value, str(value)),
-    )
-    for item in codebook.get("evidence_dimensions", []):
-        key = item["key"]
+        if item.evidence != "none":
+            add_spans(code, code if predicate else item.label, name)
+    for item in engine.dimensions:
         add(
-            f"evidence-{key}",
-            item["label"],
+            f"evidence-{item.code}",
+            item.label,
             "evidence",
-            lambda a, key=key: a["evidence"][key],
+            item.code,
             lambda value: "—" if value is None else f"{float(value):g}",
         )
     rows.append(_note_row(annotations))
     return rows
+
+
+def field_value_reason(annotation: dict[str, Any], path: tuple[str, ...]) -> str:
+    reason = value_at(annotation, path)
+    return reason if isinstance(reason, str) and reason else ""
 
 
 def _claim_item(claim: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
@@ -320,11 +342,11 @@ CLAIM_ROW_WHY = {
 }
 
 
-def _claim_rows(annotations: list[dict[str, Any]], sources: dict[str, str]) -> list[dict[str, Any]]:
-    """The annotators' claims aligned by answer span (audit.contract.claim_alignment),
-    one row per aligned group: per column the claims in it, each with the key
-    ``column:index`` by which the page keeps it."""
-    lists = [[c for c in a.get("claims") or [] if isinstance(c, dict)] for a in annotations]
+def _claim_rows(claims: list[list[Any]], sources: dict[str, str]) -> list[dict[str, Any]]:
+    """The annotators' claims (one list per column) aligned by answer span
+    (audit.contract.claim_alignment), one row per aligned group: per column the claims in
+    it, each with the key ``column:index`` by which the page keeps it."""
+    lists = [[c for c in given if isinstance(c, dict)] for given in claims]
     return [
         {
             "differs": row.differs,
@@ -339,34 +361,6 @@ def _claim_rows(annotations: list[dict[str, Any]], sources: dict[str, str]) -> l
         }
         for row in claims_aligned(lists)
     ]
-
-
-def _answer_claims_rows(
-    codebook: dict[str, Any],
-    annotations: list[dict[str, Any]],
-    final: dict[str, Any] | None,
-    sources: dict[str, str],
-) -> list[Row]:
-    rows: list[Row] = []
-
-    def verdict_cell(annotation: dict[str, Any], key: str) -> tuple[Cell, Any]:
-        verdict = (annotation.get("verdicts") or {}).get(key)
-        if not isinstance(verdict, dict):
-            return Cell(text="not answered", missing=True), None
-        value = verdict.get("value")
-        reason = {"reason": verdict.get("reason") or ""}
-        return Cell(text=_verdict_text(value), items=[reason]), value
-
-    for item in codebook.get("verdicts", []):
-        key = item["key"]
-        pairs = [verdict_cell(annotation, key) for annotation in annotations]
-        final_cell = verdict_cell(final, key)[0] if final is not None else None
-        differs = _differs([value for _, value in pairs])
-        cells = [cell for cell, _ in pairs]
-        rows.append(Row(f"verdict-{key}", item["label"], "verdict", cells, differs, final_cell))
-
-    rows.append(_note_row(annotations))
-    return rows
 
 
 def _texts(content: UnitContent) -> tuple[dict[str, str], list[dict[str, Any]]]:
@@ -418,17 +412,17 @@ def _page_context(
         }
         for index, head in enumerate(heads)
     ]
-    annotations = [column["annotation"] for column in columns]
     final_annotation = annotation_for_page(final.annotation) if final is not None else None
     source_names = {source["digest"]: source["label"] for source in sources}
+    engine = engine_of(study.codebook.definition)
     claim_rows: list[dict[str, Any]] = []
-    if not columns:
-        rows: list[Row] = []
-    elif is_tuple:
-        rows = _source_risk_rows(codebook, annotations, final_annotation)
-    else:
-        rows = _answer_claims_rows(codebook, annotations, final_annotation, source_names)
-        claim_rows = _claim_rows(annotations, source_names)
+    rows: list[Row] = []
+    if columns:
+        stored = [head.annotation for head in heads]
+        rows = _engine_rows(engine, stored, final.annotation if final is not None else None)
+        for claims in engine.claims_fields:
+            lists = [field_value(engine, annotation, claims.code) or [] for annotation in stored]
+            claim_rows = _claim_rows(lists, source_names)
     pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
     editable = unit.state == UnitState.DISPUTED and bool(columns)
     page_data = {
@@ -441,7 +435,7 @@ def _page_context(
         "columns": [{"pseudonym": c["pseudonym"], "annotation": c["annotation"]} for c in columns],
         "final": final_annotation,
         "restored": restored,
-        "span_judgments": list(SPAN_JUDGMENTS) if is_tuple else [],
+        "span_judgments": [f.code for f in engine.value_fields if f.evidence != "none"],
     }
     return {
         "study": study,

@@ -1,9 +1,13 @@
 """Pure scoring of annotators against gold keys and against each other (no Django).
 
 A label is reduced to the categories of the codebook's compared fields — the same items
-reliability compares: I, A, M, D, passage_support and source_role for ``source-risk``
-(tuple units), the six answer verdicts for ``answer-claims`` (answer units). A value is a
-category string: "0", "1", "true", "false", a code, or "U" for unresolved (null).
+reliability compares: its unit-level fields with a value, as audit.contract.engine gives
+them for every codebook (the first two included). A value is a category string: "0", "1",
+"true", "false", a code, or "U" for unresolved (null).
+
+``codebook`` is the codebook's :class:`~audit.contract.engine.Engine`, or a unit kind
+(``"tuple"``, ``"answer"``) for a caller that knows only that: a format-1 codebook of that
+kind.
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from audit.contract.engine import Engine, engine_of, field_value
+
 U = "U"
-TUPLE_FIELDS = ("I", "A", "M", "D", "passage_support", "source_role")
-VERDICT_FIELDS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 #: Items per block of the "by 50 items" drift series.
 BLOCK = 50
 #: z of a two-sided 95% interval.
@@ -32,34 +36,26 @@ def category(value: Any) -> str:
     return str(value)
 
 
-def fields_for(unit_kind: str) -> tuple[str, ...]:
-    return TUPLE_FIELDS if unit_kind == "tuple" else VERDICT_FIELDS
+def _engine(codebook: Engine | str) -> Engine:
+    return codebook if isinstance(codebook, Engine) else engine_of(None, unit=codebook)
 
 
-def values_of(annotation: Mapping[str, Any], unit_kind: str) -> dict[str, str]:
+def fields_for(codebook: Engine | str) -> tuple[str, ...]:
+    return tuple(f.code for f in _engine(codebook).value_fields)
+
+
+def values_of(annotation: Mapping[str, Any], codebook: Engine | str) -> dict[str, str]:
     """The compared fields of an annotation, as categories (a missing value is U)."""
-    if unit_kind == "tuple":
-        predicates = annotation.get("predicates")
-        predicates = predicates if isinstance(predicates, Mapping) else {}
-        values = {key: category(predicates.get(key)) for key in "IAMD"}
-        values["passage_support"] = category(annotation.get("passage_support"))
-        values["source_role"] = category(annotation.get("source_role"))
-        return values
-    verdicts = annotation.get("verdicts")
-    verdicts = verdicts if isinstance(verdicts, Mapping) else {}
-    out = {}
-    for key in VERDICT_FIELDS:
-        verdict = verdicts.get(key)
-        out[key] = category(verdict.get("value") if isinstance(verdict, Mapping) else None)
-    return out
+    engine = _engine(codebook)
+    return {f.code: category(field_value(engine, annotation, f.code)) for f in engine.value_fields}
 
 
-def key_problem(key: Any, unit_kind: str) -> str | None:
+def key_problem(key: Any, codebook: Engine | str) -> str | None:
     """Why ``key`` (field -> value, as a key file or a final record gives it) cannot be
-    a gold key for this kind of unit, or None."""
+    a gold key for this codebook, or None."""
     if not isinstance(key, Mapping) or not key:
         return "the key must be a non-empty JSON object of field: value"
-    allowed = fields_for(unit_kind)
+    allowed = fields_for(codebook)
     unknown = sorted(str(name) for name in key if name not in allowed)
     if unknown:
         return f"unknown field {', '.join(unknown)} (fields: {', '.join(allowed)})"

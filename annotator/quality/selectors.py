@@ -17,8 +17,9 @@ from django.db.models.functions import Cast, Coalesce, Concat, RowNumber, TruncW
 from annotator.labelling.models import Assignment, Label, LabelKind, LabelSight
 from annotator.memberships.models import Membership, Role
 from annotator.quality.models import GoldItem, QualityPlan
-from annotator.quality.scoring import BLOCK, Qualification, Tally, U, fields_for, matches, values_of
+from annotator.quality.scoring import BLOCK, Qualification, Tally, U, matches, values_of
 from audit.archive.models import Study, Unit
+from audit.contract.engine import engine_of
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,10 @@ def qualification_of(*, study: Study, annotator: Any, plan: Plan, served: Served
             revision=1,
             unit__gold__qualification=True,
         ).values_list("annotation", "unit__gold__key")
-        unit_kind = study.codebook.unit
+        engine = engine_of(study.codebook.definition)
         for annotation, key in rows:
             scored += 1
-            right += matches(key, values_of(annotation, unit_kind))
+            right += matches(key, values_of(annotation, engine))
     return Qualification(
         required=plan.qualification_size,
         threshold=plan.qualification_threshold,
@@ -126,19 +127,19 @@ def gold_held(*, study: Study, annotator: Any) -> Exists:
 
 
 def _compared(study: Study) -> Concat:
-    """The compared fields of a label as one text, field by field ("1|1|U|0|…"): two
-    labels agree when their texts are equal. Read by the database (``->>`` on
-    PostgreSQL, ``json_extract`` on SQLite): no annotation is parsed in Python."""
-    if study.codebook.unit == "tuple":
-        paths = [f"annotation__predicates__{key}" for key in "IAMD"]
-        paths += ["annotation__passage_support", "annotation__source_role"]
-    else:
-        paths = [f"annotation__verdicts__{key}__value" for key in fields_for("answer")]
+    """The compared fields of a label (its unit-level values, audit.contract.engine) as
+    one text, field by field ("1|1|U|0|…"): two labels agree when their texts are equal.
+    Read by the database (``->>`` on PostgreSQL, ``json_extract`` on SQLite): no
+    annotation is parsed in Python."""
+    engine = engine_of(study.codebook.definition)
+    paths = ["__".join(("annotation", *engine.paths[f.code])) for f in engine.value_fields]
     parts: list[Any] = []
     for path in paths:
         if parts:
             parts.append(Value("|"))
         parts.append(Coalesce(Cast(KT(path), CharField()), Value(U)))
+    if len(parts) < 2:  # Concat takes two or more; a codebook without unit-level values
+        parts.extend([Value(""), Value("")])
     return Concat(*parts, output_field=CharField())
 
 

@@ -21,6 +21,7 @@ from annotator.quality.models import GoldItem, GoldSource, KeptDraft, QualityPla
 from annotator.quality.scoring import key_of, key_problem, values_of
 from annotator.quality.selectors import agreement_counted_inline, agreement_data, agreement_mark
 from audit.archive.models import Study, Unit, UnitState
+from audit.contract.engine import Engine, engine_of
 from audit.contract.texts import text_problem
 from audit.summaries import summary_refresh
 
@@ -194,7 +195,7 @@ def gold_mark_from_finals(
                 }
             )
         else:
-            key = key_of(values_of(finals[unit.pk], study.codebook.unit))
+            key = key_of(values_of(finals[unit.pk], engine_of(study.codebook.definition)))
             keys.append((unit, key, qualification))
     if problems:
         raise QualityError(
@@ -223,13 +224,13 @@ def gold_mark_from_file(
         raise QualityError(
             f"the key file is not UTF-8 (byte {exc.start})", code="invalid_encoding"
         ) from None
-    unit_kind = study.codebook.unit
+    engine = engine_of(study.codebook.definition)
     problems: list[dict[str, Any]] = []
     rows: list[tuple[int, str, dict[str, str], bool]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        problem = _key_line(number, line, unit_kind, rows)
+        problem = _key_line(number, line, engine, rows)
         if problem is not None:
             problems.append({"line": number, "message": problem})
     if not rows and not problems:
@@ -260,7 +261,7 @@ def gold_mark_from_file(
 
 
 def _key_line(
-    number: int, line: str, unit_kind: str, rows: list[tuple[int, str, dict[str, str], bool]]
+    number: int, line: str, engine: Engine, rows: list[tuple[int, str, dict[str, str], bool]]
 ) -> str | None:
     try:
         value = json.loads(line)
@@ -281,7 +282,7 @@ def _key_line(
     if not isinstance(qualification, bool):
         return "qualification: true or false"
     key = value.get("key")
-    problem_text = key_problem(key, unit_kind)
+    problem_text = key_problem(key, engine)
     if problem_text is not None:
         return f"key: {problem_text}"
     rows.append((number, digest, key_of(key), qualification))

@@ -3,7 +3,12 @@ pure functions, no database (annotator.adjudication.picks, annotator.labelling.f
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from annotator.adjudication.picks import (
     PickError,
@@ -13,6 +18,7 @@ from annotator.adjudication.picks import (
     judgments_key,
 )
 from annotator.labelling.fields_page import problem_field, problems_by_field
+from audit.contract.engine import compared_key, engine_of
 
 DEFINITION = {
     "fields": [
@@ -98,3 +104,25 @@ def test_problems_split_by_field_keep_their_order():
     by_field, rest = problems_by_field(problems, {})
     assert [p["code"] for p in by_field["x"]] == ["a", "c"]
     assert [p["code"] for p in rest] == ["b"]
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "civility": st.sampled_from([0, 1, 2, None, True, "1"]),
+            "target": st.sampled_from(["person", "group", None, 1]),
+            "harmful": st.sampled_from([True, False, None, 1, 0]),
+        },
+    )
+)
+def test_the_engine_compares_unit_level_fields_as_picks_does(values):
+    """audit.contract.engine.compared_key (read straight from a stored annotation, as the
+    agreement of every unit-level codebook is) equals picks' key, value by value, typed."""
+    definition = json.loads(
+        (Path(__file__).resolve().parents[2] / "fixtures/codebooks/toxicity-1.0.0.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    annotation = {"values": values, "reasons": {}, "spans": []}
+    assert compared_key(engine_of(definition), annotation) == judgments_key(definition, annotation)

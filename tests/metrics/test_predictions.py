@@ -5,6 +5,8 @@ the service, the command, the pages and the API."""
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -291,3 +293,32 @@ def test_an_answer_verdict_is_scored_against_the_final_verdicts(db):
     with pytest.raises(PredictionsRefused) as caught:
         prediction_set_refuse_as_gold(prediction_set=outcome.prediction_set)
     assert "a system's values" in caught.value.message
+
+
+def test_a_codebook_of_fields_predicts_its_derived_values_and_fields():
+    definition = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "fixtures" / "codebooks" / "toxicity-1.0.0.json"
+        ).read_text(encoding="utf-8")
+    )
+    fields = p.prediction_fields("answer", definition)
+    assert list(fields) == ["acceptable", "civility", "target", "harmful"]
+    assert p.value_check(fields["civility"], 2) == 2
+    assert p.value_check(fields["target"], "group") == "group"
+    assert p.value_check(fields["acceptable"], False) is False
+    with pytest.raises(p.PredictionLineError):
+        p.value_check(fields["civility"], 3)
+    engine = p.prediction_engine("answer", definition)
+    final = {"values": {"civility": 0, "target": None, "harmful": True}}
+    assert p.final_value(final, "acceptable", engine) is False
+    assert p.final_value(final, "civility", engine) == 0
+    assert p.final_value(final, "target", engine) is None
+
+
+def test_the_first_tuple_codebook_predicts_r_o_then_its_judgments():
+    engine = p.prediction_engine("tuple", {})
+    assert list(p.prediction_fields("tuple", {})) == ["R_O", "I", "A", "M", "D", "passage_support"]
+    final = {"predicates": {"I": 1, "A": 1, "M": 1, "D": 0}, "passage_support": True}
+    assert p.final_value(final, "R_O", engine) == 1
+    assert p.final_value(final, "passage_support", engine) is None  # true is not 1
+    assert p.final_value({"predicates": {"I": 1, "A": "1", "M": 1, "D": 0}}, "R_O", engine) is None

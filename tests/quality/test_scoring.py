@@ -3,7 +3,9 @@ drift chart. No database."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -23,6 +25,9 @@ from annotator.quality.scoring import (
     values_of,
     wilson,
 )
+from audit.contract.engine import engine_of
+
+CODEBOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "codebooks"
 
 
 def test_eight_of_ten_is_0_8_with_its_wilson_interval():
@@ -136,3 +141,32 @@ def test_the_drift_chart_places_rates_and_intervals():
     assert "0/10 = 0.00" in line.dots[1].text
     assert chart.lines[1].dots == ()
     assert drift_chart("empty", [], []) is None
+
+
+def test_a_codebook_of_fields_is_scored_by_its_own_fields():
+    """Gold keys and agreement compare a format-2 codebook's unit-level values (read
+    through audit.contract.engine), as they compare the first two codebooks' fields."""
+    definition = json.loads((CODEBOOKS / "toxicity-1.0.0.json").read_text(encoding="utf-8"))
+    engine = engine_of(definition)
+    annotation = {"values": {"civility": 0, "target": None, "harmful": True}, "reasons": {}}
+    assert values_of(annotation, engine) == {"civility": "0", "target": "U", "harmful": "true"}
+    assert key_problem({"civility": 0}, engine) is None
+    assert "unknown field cited" in key_problem({"cited": True}, engine)
+    risk = engine_of(json.loads((CODEBOOKS / "source-risk-1.0.0.json").read_text(encoding="utf-8")))
+    stored = {
+        "predicates": {"I": 1, "A": 0, "M": None, "D": 0},
+        "passage_support": 1,
+        "source_role": "sponsored",
+    }
+    assert (
+        values_of(stored, risk)
+        == values_of(stored, "tuple")
+        == {
+            "I": "1",
+            "A": "0",
+            "M": "U",
+            "D": "0",
+            "passage_support": "1",
+            "source_role": "sponsored",
+        }
+    )
