@@ -11,6 +11,7 @@ so no model instance is built per row.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -291,7 +292,14 @@ def _insert_derived_portable(
 
 class _staged_rows:
     """COPY tuple ``rows`` (values of ``columns``, plus Django's defaults of the model's
-    other columns) into a temporary table shaped like them."""
+    other columns) into a temporary table shaped like them.
+
+    Inside a transaction the table is made once per transaction and shape (``ON COMMIT
+    DROP``) and emptied before each use: an import that writes its rows in chunks (50
+    chunks a file at 10^5 tuples, four archive tables each) would otherwise create and
+    drop a table per chunk and table, whose catalog work cost about as much as the
+    chunk's rows. (Emptying a table made in the same transaction is done in place.)
+    Outside one (autocommit) the table is made and dropped around each use."""
 
     def __init__(
         self, model: type[models.Model], columns: Sequence[str], rows: Sequence[tuple]
@@ -305,16 +313,28 @@ class _staged_rows:
         extra = tuple(defaults.values())
         self.rows = [row + extra for row in rows] if extra else rows
         self.table = _q(meta.db_table)
-        self.staging = _q(f"claimgate_staging_{meta.db_table}")
+        self.kept = connection.in_atomic_block
+        if self.kept:
+            shape = zlib.crc32(self.names.encode()) & 0xFFFFFF
+            self.staging = _q(f"claimgate_stage_{meta.db_table}_{shape:06x}")
+        else:
+            self.staging = _q(f"claimgate_staging_{meta.db_table}")
 
     def __enter__(self) -> tuple[Any, str, str]:
         self.cursor = connection.cursor()
         cursor = self.cursor
-        cursor.execute(f"DROP TABLE IF EXISTS {self.staging}")
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE {self.staging} AS "  # noqa: S608
-            f"SELECT {self.names} FROM {self.table} WITH NO DATA"
-        )
+        if self.kept:
+            cursor.execute(
+                f"CREATE TEMPORARY TABLE IF NOT EXISTS {self.staging} ON COMMIT DROP AS "  # noqa: S608
+                f"SELECT {self.names} FROM {self.table} WITH NO DATA"
+            )
+            cursor.execute(f"TRUNCATE {self.staging}")
+        else:
+            cursor.execute(f"DROP TABLE IF EXISTS {self.staging}")
+            cursor.execute(
+                f"CREATE TEMPORARY TABLE {self.staging} AS "  # noqa: S608
+                f"SELECT {self.names} FROM {self.table} WITH NO DATA"
+            )
         json_columns = self.json
         with cursor.cursor.copy(f"COPY {self.staging} ({self.names}) FROM STDIN") as copy:
             write = copy.write_row
@@ -333,7 +353,8 @@ class _staged_rows:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.cursor.execute(f"DROP TABLE IF EXISTS {self.staging}")
+            if not self.kept:
+                self.cursor.execute(f"DROP TABLE IF EXISTS {self.staging}")
         finally:
             self.cursor.close()
 
