@@ -199,19 +199,31 @@ def _entries(value: Any) -> list[Mapping[str, Any]]:
     return out
 
 
+def _field(code: str, type: str, label: str, **given: Any) -> Field:
+    """A format-1 field as the engine sees it: placed on the unit, required, no key, U,
+    reason or evidence unless ``given`` says otherwise."""
+    base: dict[str, Any] = {
+        "definition": "",
+        "key": None,
+        "allow_u": False,
+        "reason": "none",
+        "evidence": "none",
+        "level": "nominal",
+        "placement": "unit",
+        "required": True,
+    }
+    return Field(code=code, type=type, label=label, **{**base, **given})
+
+
 def _binary(code: str, label: str, definition: str, key: str | None) -> Field:
-    return Field(
-        code=code,
-        type="grade",
-        label=label,
+    return _field(
+        code,
+        "grade",
+        label,
         definition=definition,
         key=key,
         allow_u=True,
-        reason="none",
         evidence="required",
-        level="nominal",
-        placement="unit",
-        required=True,
         options=(Option(0, "0", "", None), Option(1, "1", "", None)),
     )
 
@@ -253,37 +265,16 @@ def _format1_tuple(definition: Mapping[str, Any]) -> Engine:
         Option(str(e["key"]), str(e.get("label") or e["key"]), str(e.get("look_for") or ""), None)
         for e in _entries(definition.get("source_roles"))
     )
-    fields.append(
-        Field(
-            code=SOURCE_ROLE,
-            type="choice",
-            label="Source role",
-            definition="",
-            key=None,
-            allow_u=False,
-            reason="none",
-            evidence="none",
-            level="nominal",
-            placement="unit",
-            required=True,
-            options=roles,
-        )
-    )
+    fields.append(_field(SOURCE_ROLE, "choice", "Source role", options=roles))
     labels[SOURCE_ROLE] = "Source role"
     paths[SOURCE_ROLE] = (SOURCE_ROLE,)
     dimensions = tuple(
-        Field(
-            code=str(e["key"]),
-            type="number",
-            label=str(e.get("label") or e["key"]),
+        _field(
+            str(e["key"]),
+            "number",
+            str(e.get("label") or e["key"]),
             definition=str(e.get("definition") or ""),
-            key=None,
-            allow_u=False,
-            reason="none",
-            evidence="none",
             level="interval",
-            placement="unit",
-            required=True,
             minimum=0.0,
             maximum=1.0,
         )
@@ -315,21 +306,7 @@ def _format1_answer(definition: Mapping[str, Any]) -> Engine:
     kinds = tuple(str(e["key"]) for e in _entries(definition.get("claim_kinds"))) or CLAIM_KINDS
     reason = "required" if definition.get("reasons", "required") == "required" else "optional"
     fields: list[Field] = [
-        Field(
-            code=CLAIMS,
-            type="claims",
-            label="Claims",
-            definition="",
-            key=None,
-            allow_u=False,
-            reason="none",
-            evidence="none",
-            level="nominal",
-            placement="unit",
-            required=True,
-            claim_kinds=kinds,
-            claim_verdicts=CLAIM_VERDICTS,
-        )
+        _field(CLAIMS, "claims", "Claims", claim_kinds=kinds, claim_verdicts=CLAIM_VERDICTS)
     ]
     labels: dict[str, str] = {}
     paths: dict[str, Path] = {CLAIMS: (CLAIMS,)}
@@ -337,18 +314,14 @@ def _format1_answer(definition: Mapping[str, Any]) -> Engine:
     for entry in given:
         key = str(entry["key"])
         fields.append(
-            Field(
-                code=key,
-                type="verdict",
-                label=str(entry.get("label") or key),
+            _field(
+                key,
+                "verdict",
+                str(entry.get("label") or key),
                 definition=str(entry.get("definition") or ""),
                 key=entry.get("shortcut"),
                 allow_u=True,
                 reason=reason,
-                evidence="none",
-                level="nominal",
-                placement="unit",
-                required=True,
             )
         )
         labels[key] = f"{key}: {entry.get('label') or key}"
