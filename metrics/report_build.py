@@ -73,6 +73,24 @@ class ReportInputs:
     #: (key, label) of the per-document fields of a query_documents codebook: items whose
     #: units are (unit, document) pairs (their levels are in ``levels`` too).
     document_items: tuple[tuple[str, str], ...] = ()
+    #: Whether the codebook's claims are aligned between coders and measured (metrics.claims,
+    #: over ``claim_rows``): a codebook whose engine has a claims field in format 1's shape.
+    claims_aligned: bool = False
+    #: The rates a paper prints (:func:`estimates_build`), from the codebook's engine.
+    rates: tuple[RateSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class RateSpec:
+    """One rate of the report's estimates: the share of ``key`` among the final records that
+    decide it. ``source`` says where the values are: ``"outcomes"`` (the derived endpoint of
+    each final record, :attr:`ReportInputs.outcomes`) or ``"records"`` (a field's value in
+    each assessed final record, :attr:`ReportInputs.claim_rows`)."""
+
+    key: str
+    label: str
+    unit: str
+    source: str
 
 
 def finite(value: Any) -> Any:
@@ -230,9 +248,9 @@ def report_build(
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> dict[str, Any]:
     """The report's JSON value. ``progress(done, total)`` is called after each item."""
-    # Claims are aligned for the first answer codebook; a codebook of fields compares its
-    # fields, each at its level.
-    is_answer = inputs.codebook.unit == "answer" and not inputs.levels
+    # Claims are aligned where the codebook's engine says so; every other value field is
+    # compared as an item (a codebook of fields at each field's level).
+    is_answer = inputs.claims_aligned
     plan = _groups(inputs)
     per_group = (
         len(inputs.items) + len(inputs.document_items) + (len(CLAIM_ITEMS) if is_answer else 0)
@@ -342,42 +360,32 @@ def report_build(
 
 
 def estimates_build(inputs: ReportInputs, *, n_boot: int, seed: int = 0) -> dict[str, Any]:
-    """The rates a paper prints, from the final records, each weighted (Hájek) beside
-    unweighted where every unit has an inclusion probability, with bootstrap intervals over
-    the sampling unit (the answer). ``source-risk``: the share of R_O = 1 among decided
-    tuples (U excluded and counted). ``answer-claims``: each verdict's true share among
-    assessed answers (null excluded and counted)."""
+    """The rates a paper prints (:attr:`ReportInputs.rates`, from the codebook's engine), from
+    the final records, each weighted (Hájek) beside unweighted where every unit has an
+    inclusion probability, with bootstrap intervals over the sampling unit (the answer). An
+    endpoint's rate is the share of 1 among decided units (U excluded and counted); a
+    field's, its true share among assessed answers (null excluded and counted)."""
     rates: list[dict[str, Any]] = []
-    if inputs.codebook.unit == "tuple":
-        values = [value for value, _, _ in inputs.outcomes]
-        probabilities = [probability for _, probability, _ in inputs.outcomes]
-        answers = [answer for _, _, answer in inputs.outcomes]
+    assessed = [
+        row for row in inputs.claim_rows if row.get("status") == "complete" and row.get("record")
+    ]
+    for spec in inputs.rates:
+        if spec.source == "outcomes":
+            values = [value for value, _, _ in inputs.outcomes]
+            probabilities = [probability for _, probability, _ in inputs.outcomes]
+            answers: list[Any] | None = [answer for _, _, answer in inputs.outcomes]
+        else:
+            values = [row.get(spec.key) for row in assessed]
+            probabilities = [row.get("inclusion_probability") for row in assessed]
+            answers = None
         rates.append(
             {
-                "key": "R_O",
-                "label": "R_O = 1 (material relationship omitted)",
-                "unit": "tuple",
+                "key": spec.key,
+                "label": spec.label,
+                "unit": spec.unit,
                 **rate_estimates(values, probabilities, answers, seed, n_boot),
             }
         )
-    else:
-        assessed = [
-            row
-            for row in inputs.claim_rows
-            if row.get("status") == "complete" and row.get("record")
-        ]
-        probabilities = [row.get("inclusion_probability") for row in assessed]
-        for key in claim_metrics.VERDICTS:
-            rates.append(
-                {
-                    "key": key,
-                    "label": f"{key} = true",
-                    "unit": "answer",
-                    **rate_estimates(
-                        [row.get(key) for row in assessed], probabilities, None, seed, n_boot
-                    ),
-                }
-            )
     return {"sampling_unit": "answer", "rates": rates}
 
 

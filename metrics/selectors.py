@@ -7,15 +7,16 @@ partitions sealed at computation time (``partition_sealed``: the held-out test p
 until the study is frozen). ``labels_digest`` is the canonical digest of the sorted record
 digests of exactly those labels; a stored report with another digest is out of date.
 
-Claim-metric rows (``answer-claims``): one row per observation of the study. A failed
-attempt is a ``failed`` row (its failure text, no verdicts). A complete answer takes its
-verdicts and claims from its unit's **final record**: the latest adjudicated label, else
-the latest consensus label while the unit is agreed. A consensus record holds one claim
-per aligned row (audit.contract.claim_alignment); one stored before claims were aligned
-holds every agreeing annotator's claims (ids prefixed ``a1-``, ``a2-``, ...), and the rows
-use the first annotator's so that an agreed answer's claims are not counted k times. A
-complete answer without a final record yet counts as an attempt with unknown verdicts and
-no claims, and the report gives how many there are ("awaiting a final record").
+Claim-metric rows (a codebook whose claims field keeps format 1's shape): one row per
+observation of the study. A failed attempt is a ``failed`` row (its failure text, no
+verdicts). A complete answer takes its verdicts and claims from its unit's **final
+record**: the latest adjudicated label, else the latest consensus label while the unit
+is agreed. A consensus record holds one claim per aligned row
+(audit.contract.claim_alignment); one stored before claims were aligned holds every
+agreeing annotator's claims (ids prefixed ``a1-``, ``a2-``, ...), and the rows use the
+first annotator's so that an agreed answer's claims are not counted k times. A complete
+answer without a final record yet counts as an attempt with unknown verdicts and no
+claims, and the report gives how many there are ("awaiting a final record").
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ from metrics.matrices import (
 )
 from metrics.models import Prediction, PredictionSet, ReportStatus, StudyReport
 from metrics.predictions import GoldUnit, final_value, prediction_engine
-from metrics.report_build import CodebookInfo, ReportInputs
+from metrics.report_build import CodebookInfo, RateSpec, ReportInputs
 
 NOT_ARCHIVED = "(raw original not archived)"
 
@@ -229,6 +230,10 @@ def _claim_spans(claims: Any) -> tuple[ClaimSpan, ...]:
     return tuple(spans)
 
 
+#: How the report names the share of units whose derived endpoint (rule ``R_O``) is 1.
+_ENDPOINT_LABEL = "R_O = 1 (material relationship omitted)"
+
+
 def report_inputs_fetch(*, study: Study) -> ReportInputs:
     """Every value a report needs. Queries: units, independent labels, memberships,
     codebooks, and for a format-1 claims codebook final labels, observations and source URLs
@@ -295,9 +300,24 @@ def report_inputs_fetch(*, study: Study) -> ReportInputs:
             ),
         }
     elif claims is not None:
-        inputs = _claim_rows(study, units, open_units)
+        inputs = {
+            **_claim_rows(study, units, open_units),
+            "claims_aligned": True,
+            "rates": tuple(
+                RateSpec(f.code, f"{f.code} = true", engine.unit, "records")
+                for f in unit_fields
+                if f.type == "verdict"
+            ),
+        }
     else:
-        inputs = {"outcomes": _final_outcomes(study, engine, units, open_units)}
+        inputs = {
+            "outcomes": _final_outcomes(study, engine, units, open_units),
+            "rates": tuple(
+                RateSpec(d.code, _ENDPOINT_LABEL, engine.unit, "outcomes")
+                for d in engine.derived
+                if d.rule == "R_O"
+            ),
+        }
     return ReportInputs(
         study=study.slug,
         codebook=CodebookInfo(codebook.name, codebook.version, codebook.digest, codebook.unit),

@@ -40,10 +40,11 @@ from django.db.models.functions import RowNumber
 
 from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import label_record
-from audit.archive.models import CodebookUnit, Study, Unit, UnitState
+from audit.archive.models import Study, Unit, UnitState
 from audit.archive.selectors import codebook_registry
 from audit.contract import check_record, policy_action
-from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW, VERDICTS
+from audit.contract.endpoint import ABSTAIN, CONTEXTUALIZE, PASS, REVIEW
+from audit.contract.engine import SOURCE_ROLE, Engine, engine_of
 from audit.ledger.gate import STAGE_LABELS, STAGES, claim_boundary
 from audit.ledger.models import LedgerEntry, OutcomeSummary, StudyGate
 from audit.partitions.selectors import (
@@ -79,15 +80,49 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class OutcomeView:
+    """What a study's outcome tables count, from its codebook's engine: a codebook with the
+    endpoint (a derived ``R_O`` and a source role) is counted by source role and ledger
+    outcome; any other by its verdict fields' values. Paths are where the values are in a
+    stored annotation (audit.contract.engine)."""
+
+    endpoint: bool
+    role_path: tuple[str, ...] = ()
+    verdicts: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (code, path) in form order
+
+
+def outcome_view(study: Study) -> OutcomeView:
+    return outcome_view_of(engine_of(study.codebook.definition or {}))
+
+
+def outcome_view_of(engine: Engine) -> OutcomeView:
+    if SOURCE_ROLE in engine.paths and any(d.rule == "R_O" for d in engine.derived):
+        return OutcomeView(endpoint=True, role_path=engine.paths[SOURCE_ROLE])
+    verdicts = tuple(
+        (f.code, engine.paths[f.code]) for f in engine.value_fields if f.type == "verdict"
+    )
+    return OutcomeView(endpoint=False, verdicts=verdicts)
+
+
+def _annotation_at(path: Sequence[str]) -> Any:
+    """The value at ``path`` of a label's annotation, as a SQL expression."""
+    expression: Any = "annotation"
+    for step in path:
+        expression = KeyTransform(step, expression)
+    return expression
+
+
+@dataclass(frozen=True)
 class GroupRow:
-    """``records`` records of one partition that share a source role (source-risk) or
-    verdict values (answer-claims) and a ledger outcome (``None``: not computed yet)."""
+    """``records`` records of one partition that share a source role (a codebook with the
+    endpoint) or verdict values (any other) and a ledger outcome (``None``: not computed
+    yet)."""
 
     partition: str  # a key of PARTITION_KEYS
-    source_role: str  # NO_ROLE when the annotation has none (answer-claims)
+    source_role: str  # NO_ROLE when the annotation has none (a codebook without the endpoint)
     outcome: Outcome | None
     records: int
-    verdicts: tuple[bool | None, ...] = ()  # in VERDICTS order (answer-claims)
+    verdicts: tuple[bool | None, ...] = ()  # in the codebook's verdict order (OutcomeView)
 
 
 @dataclass(frozen=True)
@@ -99,6 +134,13 @@ class OutcomeData:
     awaiting: dict[str, dict[str, int]]  # partition -> unit state -> units without a final
     final: tuple[GroupRow, ...]
     independent: tuple[GroupRow, ...]
+    #: What the tables count (:func:`outcome_view`); by default format 1's for the unit kind.
+    view: OutcomeView | None = None
+
+    def __post_init__(self) -> None:
+        if self.view is None:
+            default = outcome_view_of(engine_of(None, unit=self.codebook_unit))
+            object.__setattr__(self, "view", default)
 
 
 def _role_of(value: Any) -> str:
@@ -148,19 +190,14 @@ def independent_head_labels(*, study: Study) -> QuerySet[Label]:
     return Label.objects.filter(id__in=first)
 
 
-def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> list[tuple[GroupRow, str]]:
+def _groups(labels: QuerySet[Label], *, view: OutcomeView) -> list[tuple[GroupRow, str]]:
     """``labels`` counted in SQL by partition, unit state, source role or verdicts, and
     ledger outcome (one grouped query: a study's size changes the counts, never the rows
     fetched); each group with its units' state."""
-    if is_tuple:
-        keys = {"role": KeyTransform("source_role", "annotation")}
+    if view.endpoint:
+        keys = {"role": _annotation_at(view.role_path)}
     else:
-        keys = {
-            f"v_{name}": KeyTransform(
-                "value", KeyTransform(name, KeyTransform("verdicts", "annotation"))
-            )
-            for name in VERDICTS
-        }
+        keys = {f"v_{i}": _annotation_at(path) for i, (_, path) in enumerate(view.verdicts)}
     rows = (
         labels.annotate(part=F("unit__partition"), **keys)
         .values(
@@ -190,7 +227,7 @@ def _groups(labels: QuerySet[Label], *, is_tuple: bool) -> list[tuple[GroupRow, 
             source_role=_role_of(row.get("role")),
             outcome=outcome,
             records=row["n"],
-            verdicts=() if is_tuple else tuple(_verdict_of(row[f"v_{n}"]) for n in VERDICTS),
+            verdicts=tuple(_verdict_of(row[key]) for key in keys if key != "role"),
         )
         groups.append((group, row["unit__state"]))
     return groups
@@ -211,7 +248,7 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
     """Three grouped queries (units by partition and state, final records and independent
     heads by partition, role and outcome), whatever the size of the study."""
     definition = study.codebook.definition or {}
-    is_tuple = study.codebook.unit == CodebookUnit.TUPLE
+    view = outcome_view(study)
     units: Counter[str] = Counter()
     by_state: Counter[tuple[str, str]] = Counter()
     for row in (
@@ -220,7 +257,7 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
         partition = row["partition"] or UNASSIGNED
         units[partition] += row["n"]
         by_state[(partition, row["state"])] += row["n"]
-    final = _groups(final_labels(study=study), is_tuple=is_tuple)
+    final = _groups(final_labels(study=study), view=view)
     for group, state in final:  # a unit has at most one final record
         by_state[(group.partition, state)] -= group.records
     awaiting: dict[str, dict[str, int]] = {}
@@ -234,13 +271,14 @@ def outcomes_fetch(*, study: Study) -> OutcomeData:
     )
     return OutcomeData(
         codebook_unit=study.codebook.unit,
+        view=view,
         answerability_policy=definition.get("answerability_policy"),
         source_roles=roles,
         units=dict(units),
         awaiting=awaiting,
         final=_merged(group for group, _ in final),
         independent=_merged(
-            group for group, _ in _groups(independent_head_labels(study=study), is_tuple=is_tuple)
+            group for group, _ in _groups(independent_head_labels(study=study), view=view)
         ),
     )
 
@@ -371,8 +409,8 @@ def outcome_tables(
     sealed: Callable[[str], bool],
     finals: bool,
 ) -> list[PartitionTable]:
-    """One table per partition that has units: by source role and policy (source-risk)
-    or by verdict (answer-claims). A sealed partition gets no numbers at all."""
+    """One table per partition that has units: by source role and policy (a codebook with
+    the endpoint) or by verdict (any other). A sealed partition gets no numbers at all."""
     by_partition: dict[str, list[GroupRow]] = {key: [] for key in PARTITION_KEYS}
     for group in groups:
         by_partition[group.partition].append(group)
@@ -394,8 +432,8 @@ def outcome_tables(
             "awaiting": sum(awaiting.values()) if finals else None,
             "awaiting_by_state": awaiting,
         }
-        if data.codebook_unit != CodebookUnit.TUPLE:
-            tables.append(PartitionTable(**common, verdicts=_verdict_rows(rows)))
+        if not data.view.endpoint:
+            tables.append(PartitionTable(**common, verdicts=_verdict_rows(rows, data.view)))
             continue
         grouped: dict[str, list[GroupRow]] = {}
         for group in rows:
@@ -409,9 +447,9 @@ def outcome_tables(
     return tables
 
 
-def _verdict_rows(groups: Sequence[GroupRow]) -> tuple[VerdictRow, ...]:
+def _verdict_rows(groups: Sequence[GroupRow], view: OutcomeView) -> tuple[VerdictRow, ...]:
     rows = []
-    for index, name in enumerate(VERDICTS):
+    for index, (name, _) in enumerate(view.verdicts):
         values: Counter[bool | None] = Counter()
         for group in groups:
             if group.verdicts:
@@ -532,7 +570,7 @@ def _tables(
         return partition_sealed(study, partition)
 
     return StudyOutcomes(
-        is_tuple=data.codebook_unit == CodebookUnit.TUPLE,
+        is_tuple=data.view.endpoint,
         final=outcome_tables(data, data.final, sealed=sealed, finals=True),
         independent=outcome_tables(data, data.independent, sealed=sealed, finals=False),
         sealed_partitions=[key for key in PARTITION_KEYS if data.units.get(key) and sealed(key)],
@@ -548,7 +586,7 @@ def study_outcomes(*, study: Study) -> StudyOutcomes:
     data = outcomes_fetch(study=study)
     review: list[ReviewRow] = []
     total = 0
-    if data.codebook_unit == CodebookUnit.TUPLE:
+    if data.view.endpoint:
         review, total = _review_first(study, lambda key: partition_sealed(study, key))
     return _tables(study, data, review, total)
 
@@ -587,7 +625,7 @@ def summary_data(study: Study) -> dict[str, Any]:
     data = outcomes_fetch(study=study)
     review: list[ReviewRow] = []
     total = 0
-    if data.codebook_unit == CodebookUnit.TUPLE:
+    if data.view.endpoint:
         review, total = _review_first(study, lambda key: partition_sealed(study, key))
 
     def group(g: GroupRow) -> list[Any]:
@@ -623,6 +661,7 @@ def _from_summary(study: Study, stored: dict[str, Any], **state: Any) -> StudyOu
 
     data = OutcomeData(
         codebook_unit=stored["codebook_unit"],
+        view=outcome_view(study),
         answerability_policy=stored["answerability_policy"],
         source_roles=tuple(tuple(pair) for pair in stored["source_roles"]),
         units=stored["units"],
@@ -641,9 +680,8 @@ def study_outcomes_shown(*, study: Study) -> StudyOutcomes:
     if outcomes_counted_inline(study=study):
         return study_outcomes(study=study)
     summary = OutcomeSummary.objects.filter(study=study).first()
-    is_tuple = study.codebook.unit == CodebookUnit.TUPLE
     if summary is None:
-        return StudyOutcomes(is_tuple, [], [], [], counting=True)
+        return StudyOutcomes(outcome_view(study).endpoint, [], [], [], counting=True)
     stale = summary.mark != outcomes_mark(study=study)
     return _from_summary(study, summary.data, counted_at=summary.computed_at, stale=stale)
 
