@@ -1,4 +1,4 @@
-"""Answer-level verdict rates and claim-level metrics for the ``answer-claims`` codebook.
+"""Answer-level verdict rates and claim-level metrics of format 1's answer codebook.
 
 Pure Python: no Django, DRF or Celery (STYLE.md, the pure tier). A selector fetches the
 assessments once into plain dicts (or :class:`Assessment` values); everything here computes

@@ -204,7 +204,7 @@ class ImportBatch(models.Model):
 
 class Observation(models.Model):
     """One answer to one query by one pipeline, inside a study: the unit of the
-    ``answer-claims`` codebook. Its sources give its tuples."""
+    answer codebook. Its sources give its tuples."""
 
     # No index of its own: observation_unique (study, unit_digest) leads with it.
     study = models.ForeignKey(
@@ -228,7 +228,7 @@ class Observation(models.Model):
 
 
 class Tuple(models.Model):
-    """r = (q, u, a): the unit of the ``source-risk`` codebook."""
+    """r = (q, u, a): the unit of a tuple codebook."""
 
     # A tuple's study, query, pipeline and answer are its observation's: on PostgreSQL one
     # composite foreign key (tuple_observation_keys, audit 0021) checks all five columns
@@ -289,7 +289,7 @@ class Partition(models.TextChoices):
 
 class Unit(models.Model):
     """What one annotator labels once, as the study's codebook says: a tuple
-    (``source-risk``), a complete answer with all of its sources (``answer-claims``), a
+    (a tuple codebook), a complete answer with all of its sources (an answer codebook), a
     pair of answers to one query (``answer_pair``: ``observation`` is the evaluated
     answer, ``baseline`` the baseline's) or a query with its documents
     (``query_documents``: the observation's sources in rank order).

@@ -695,7 +695,7 @@ _TUPLE_COLUMNS = (
     "sampling_stratum",
     "inclusion_probability",
 )
-#: A unit of the ``source-risk`` codebook is one new tuple: its columns from the tuple's.
+#: A unit of a tuple codebook is one new tuple: its columns from the tuple's.
 _TUPLE_UNIT = (
     Unit,
     {
@@ -855,8 +855,8 @@ def _create_units(
     tuple_rows: Sequence[tuple],
 ) -> None:
     """Store the new tuples and the units of annotation the study's codebook asks for:
-    every new tuple (``source-risk``: inserted together with the tuples, without their
-    ids travelling back), every new complete answer (``answer-claims``; a failed
+    every new tuple (a tuple codebook: inserted together with the tuples, without their
+    ids travelling back), every new complete answer (an answer codebook; a failed
     attempt has nothing to judge and no verdicts), or every new answer with at least one
     document (``query_documents``: a query that retrieved nothing has no document to
     grade; it stays an observation, counted apart). ``answer_pair`` units are made from

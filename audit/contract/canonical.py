@@ -179,10 +179,10 @@ def may_hold_small_float(data: bytes) -> bool:
     """Whether orjson's ``data`` may hold a float it writes otherwise than ``repr``: one
     below 1e-4 in magnitude, written ``<digit>e-<digit>`` or from ``0.0000`` on. Text that
     merely contains either (``"1e-3"``, ``"0.00001"`` in a string) answers yes too, which
-    only costs a second encoding; ``e-`` between letters (``"source-risk"``) does not."""
+    only costs a second encoding; ``e-`` between letters (``"e-mail"``) does not."""
     if b"0.0000" in data:
         return True
-    # Each ``e-`` (a few per record: "source-risk", "e-mail"), its neighbours looked at;
+    # Each ``e-`` (a few per record: "e-mail", a codebook name), its neighbours looked at;
     # no copy of the data (a record is kilobytes, a release millions of them).
     at = data.find(b"e-", 1)
     while at != -1:

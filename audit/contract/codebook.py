@@ -50,7 +50,7 @@ class Codebook:
     weights: Mapping[str, float] = field(hash=False)
     answerability_policy: str | None
     allow_assisted: bool
-    #: Answer-level verdict keys (``answer-claims``); empty for tuples.
+    #: Answer-level verdict keys (format 1's answer codebook); empty for tuples.
     verdicts: tuple[str, ...]
     #: Claim kinds (``verifiable``, ``not_truth_apt``); empty for tuples.
     claim_kinds: tuple[str, ...]

@@ -155,7 +155,7 @@ def unit_digest(
     source_digests: Iterable[str],
     pipeline: Mapping[str, Any],
 ) -> str:
-    """The identity of an answer unit (codebook ``answer-claims``, and one observation of
+    """The identity of an answer unit (format 1's answer codebook, and one observation of
     an import file): the query identity, the answer snapshot (all fields but the text,
     whose digest is among them), the digests of all of its sources in the order given (the
     answer's citation order) and the pipeline configuration."""

@@ -16,7 +16,7 @@ CONTEXTUALIZE = "CONTEXTUALIZE"
 REVIEW = "REVIEW"
 ABSTAIN = "ABSTAIN"
 ABSTAIN_WHEN_UNRESOLVED = "abstain_when_unresolved"
-#: The answer-level verdicts of codebook ``answer-claims``, in the order records, tables and
+#: The answer-level verdicts of format 1's answer codebook, in the order records, tables and
 #: releases list them (DESIGN.md, "Claims and answer-level verdicts").
 VERDICTS = ("cited", "supported", "accurate", "timely", "relevant", "complete")
 

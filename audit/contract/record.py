@@ -4,9 +4,9 @@ Fixed order, first failure decides the reason:
 
 1. envelope (``claimgate``, ``format_version``, ``codebook``), codebook known, every other
    required field present and well-typed; snapshot digests (answer, then source(s)), the
-   tuple digest (the unit digest for ``answer-claims``), the record digest;
-2. predicate types and evidence spans (``source-risk``), or claims, their spans, verdict
-   types and the ``supported`` summary (``answer-claims``);
+   tuple digest (the unit digest for an answer codebook), the record digest;
+2. predicate types and evidence spans (format 1's tuple codebook), or claims, their spans,
+   verdict types and the ``supported`` summary (format 1's answer codebook);
 3. evidence dimensions, values and weights against the codebook;
 4. resolve R_O (and the short-circuit sensitivity); 5. priority; 6. the stage reached.
 
@@ -141,7 +141,7 @@ class CheckResult:
     """What the checker says about one record.
 
     On success ``stage`` is ``"structural"``; ``endpoint``/``short_circuit`` are ``0``, ``1``
-    or ``None`` (U) and ``action`` is the proposed policy action. For an ``answer-claims``
+    or ``None`` (U) and ``action`` is the proposed policy action. For a format-1 answer
     unit these four and ``priority`` are ``None`` (R_O is defined on tuples) and
     ``supported`` holds the claims' summary. On failure ``reason``/``message`` say why;
     ``record_digest`` (and the tuple or unit digest) are set whenever stage 1 passed, so a
@@ -266,7 +266,7 @@ def _check_in_order(obj: Any, codebooks: Mapping[tuple[str, str], Codebook]) -> 
         )
 
 
-# --- the fast path: a well-formed source-risk record, accepted -------------------------
+# --- the fast path: a well-formed format-1 tuple record, accepted ---------------------
 #
 # Most records the checker sees are well formed. For a tuple record of a format-1
 # codebook, _accepted_tuple tests every rule of stages 1 to 3 in one pass, in whatever
@@ -1319,7 +1319,7 @@ def _spans(spans: dict[str, Any], values: Mapping[str, Any], texts: Mapping[str,
             )
 
 
-# --- source-risk: stages 2 to 6 --------------------------------------------------------
+# --- format-1 tuples: stages 2 to 6 ----------------------------------------------------
 
 
 def _audit_tuple(obj: dict[str, Any], codebook: Codebook, identity: _Identity) -> CheckResult:
@@ -1459,7 +1459,7 @@ def _refuse_dimension(key: str, value: Any, weight: Any) -> None:
     )
 
 
-# --- answer-claims: stages 2 to 6 ------------------------------------------------------
+# --- format-1 answers: stages 2 to 6 ---------------------------------------------------
 
 
 def _verdict_value(value: Any, path: str) -> None:

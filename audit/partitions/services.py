@@ -456,7 +456,7 @@ def _set_partition(study: Study, digests: Sequence[str], partition: str) -> None
 
 def _unit_of(study: Study, digests: Iterable[str]) -> dict[str, str]:
     """Unit digest and tuple digest → the digest of its unit, for the digests given.
-    A tuple of an answer-claims study belongs to its answer's unit."""
+    A tuple of an answer study belongs to its answer's unit."""
     digests = list(dict.fromkeys(digests))
     found = {d: d for d in bulk.ids_by(Unit, "digest", digests, study_id=study.pk)}
     if study.codebook.unit == CodebookUnit.TUPLE:

@@ -12,7 +12,7 @@ Imported labels have **no user**: ``Label.annotator`` is NULL, and the annotator
 only by the pseudonym inside the annotation, which is kept as it was. The queue hands an
 imported unit out only if it has fewer distinct annotators than the study's k.
 
-For ``source-risk`` a record carries one source of its answer, so the observation that
+For a tuple codebook a record carries one source of its answer, so the observation that
 groups an answer's tuples is rebuilt from the sources the file holds (ordered by rank):
 the tuple digests — what every record refers to — are exact, the observation's own unit
 digest may differ from the original one when the release did not include every source.
