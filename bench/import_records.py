@@ -116,11 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         from audit.archive.selectors import codebook_registry
         from audit.archive.services import codebook_install_file, observations_import
         from audit.contract import parse_observation_file
+        from audit.management.commands.load_demo import demo_files
         from tests.annotation.conftest import add_people
 
-        codebook, _ = codebook_install_file(
-            path=ROOT / "fixtures" / "codebooks" / "source-risk-1.0.0.json"
-        )
+        codebook, _ = codebook_install_file(path=demo_files("tuple")[0])
         vendor = connection.vendor
         backend = None
         if vendor == "postgresql":

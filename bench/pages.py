@@ -3,7 +3,7 @@
     DATABASE_URL=postgres://... python bench/pages.py [--tuples 100000] [--labelled 20000]
         [--repeat 20] [--reuse] [--only TEXT] [--write]
 
-Builds a ``source-risk`` study of ``--tuples`` tuples (imported through the import
+Builds a study of the demo's tuple codebook of ``--tuples`` tuples (imported through the import
 service) in its own database (``claimgate_bench_pages_<tuples>``, never DATABASE_URL's), with the
 people of a research group: six annotators, two adjudicators, a researcher and an admin.
 The first ``--labelled`` units (by id, written in bulk, not through the queue) carry two
@@ -154,9 +154,9 @@ def _annotation(
 ) -> dict[str, Any]:
     """What ``label_submit`` stores for a form's input (same function, same shape)."""
     from annotator.labelling.services import _annotation_from_input
-    from tests.annotation.annotations import source_risk
+    from tests.annotation.annotations import source_risk as tuple_annotation
 
-    data = source_risk(content, values=values)
+    data = tuple_annotation(content, values=values)
     data["evidence"] = {key: round(rng.random(), 2) for key in ("d_Q", "d_R", "d_P", "d_S")}
     return _annotation_from_input(study=study, data=data, pseudonym=pseudonym, kind=kind)
 
@@ -503,6 +503,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     from audit.archive.models import Study
     from audit.archive.services import codebook_install_file, observations_import
     from audit.ledger.services import gate_recompute
+    from audit.management.commands.load_demo import demo_files
     from audit.partitions.rules import ShareRule
     from audit.partitions.services import partition_rule_apply
     from audit.releases.services import release_build
@@ -516,15 +517,16 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         for path in sorted((ROOT / "fixtures" / "codebooks").glob("*.json"))
     }
     # Two small demo studies beside the big one: lists show more than one row.
-    for stem, demo in (
-        ("source-risk-1.0.0", "source-risk"),
-        ("answer-claims-1.0.0", "answer-claims"),
-    ):
-        small = Study.objects.create(slug=f"demo-{demo}", title=demo, codebook=codebooks[stem])
-        path = ROOT / "fixtures" / "demo" / f"{demo}.jsonl"
+    for unit in ("tuple", "answer"):
+        codebook_file, path = demo_files(unit)
+        small = Study.objects.create(
+            slug=f"demo-{path.stem}", title=path.stem, codebook=codebooks[codebook_file.stem]
+        )
         observations_import(study=small, data=path.read_bytes(), file_name=path.name)
     study = Study.objects.create(
-        slug=SLUG, title="Pages at 10^5 tuples", codebook=codebooks["source-risk-1.0.0"]
+        slug=SLUG,
+        title="Pages at 10^5 tuples",
+        codebook=codebooks[demo_files("tuple")[0].stem],
     )
     data = build_file(args.tuples)
     settings.IMPORT_MAX_FILE_BYTES = max(settings.IMPORT_MAX_FILE_BYTES, len(data))

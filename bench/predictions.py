@@ -39,13 +39,12 @@ def main(argv: list[str] | None = None) -> int:
 
         from audit.archive.models import Study, Unit
         from audit.archive.services import codebook_install_file, observations_import
+        from audit.management.commands.load_demo import demo_files
         from audit.partitions.services import study_freeze
         from metrics.estimates import judge_scores
         from metrics.services import predictions_import
 
-        codebook, _ = codebook_install_file(
-            path=ROOT / "fixtures" / "codebooks" / "source-risk-1.0.0.json"
-        )
+        codebook, _ = codebook_install_file(path=demo_files("tuple")[0])
         study = Study.objects.create(slug="bench", title="bench", codebook=codebook)
         data = build_file(args.tuples)
         settings.IMPORT_MAX_FILE_BYTES = max(settings.IMPORT_MAX_FILE_BYTES, len(data) * 2)

@@ -88,6 +88,17 @@ DEMO_USERS = {
 #: after the README's walk-through (the first unit labelled twice, differently, and
 #: adjudicated; partitions; the freeze) its gate honestly reaches ``frozen``.
 SEEDED_STUDY = "demo-source-risk"
+#: The demo study of each format-1 unit kind: what the bench scripts build their studies on.
+BENCH_STUDIES = {"tuple": "demo-source-risk", "answer": "demo-answer-claims"}
+
+
+def demo_files(unit: str) -> tuple[Path, Path]:
+    """(codebook file, demo data file) of the demo study of ``unit`` (``tuple`` or
+    ``answer``, :data:`BENCH_STUDIES`)."""
+    for slug, _title, name, version, data in DEMO_STUDIES:
+        if slug == BENCH_STUDIES[unit]:
+            return FIXTURES / "codebooks" / f"{name}-{version}.json", FIXTURES / "demo" / data
+    raise KeyError(unit)
 #: Roles that are the target's own or paid by it: their relationship is an interest (I).
 INTERESTED_ROLES = {"target_owned", "corporate_affiliate", "sponsored", "affiliate_marketing"}
 
