@@ -79,6 +79,9 @@ def child(
         files = release.files
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_started
+    from audit.releases import bundle_tables
+
+    tables = dict(bundle_tables.last_figures)
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -89,6 +92,9 @@ def child(
                 "cpu_seconds": cpu_seconds,
                 "peak_mb": _maxrss_mb(),
                 "baseline_mb": baseline,
+                # The process that wrote the tables beside the build (none: in the build's).
+                "tables_cpu_seconds": tables.get("cpu_seconds", 0.0),
+                "tables_peak_mb": tables.get("peak_mb", 0.0),
                 "files": files,
             }
         )

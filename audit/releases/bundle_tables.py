@@ -1,0 +1,342 @@
+"""A release's tables written by a second process, beside the build: pure, no Django.
+
+The build (``audit.releases.services.bundle_write``) makes each table row once and hands
+it to a :class:`TableSink`, which gathers ``TABLE_BATCH`` rows, turns them into columns
+(a ``json`` column as the canonical texts of its values, made here: the build knows
+which values the compiled encoder may write) and sends them through a pipe to a process
+of its own (:func:`serve`). That process writes each batch as JSON Lines, CSV and Parquet
+with the writers of :mod:`audit.releases.formats` — the same bytes as
+:class:`audit.releases.formats.TableFiles` (tests/releases/test_table_process.py) — while
+the build goes on with the record lines: on two cores, the tables (about a third of a
+build's time) no longer wait for the records nor the records for them.
+
+The pipe holds a few batches at most (a send waits while the other side is behind), so
+memory stays bounded on both sides. Where no process can be started (a platform or a
+host that refuses one), :func:`open_tables` writes in this process instead, by
+``TableFiles``: the same files, only slower.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from audit.releases import formats as rf
+
+logger = logging.getLogger("claimgate.releases")
+
+
+def _scalar_texts(values: Sequence[Any], kind: str) -> list[str]:
+    """The canonical JSON text of each value of a column that is not ``json`` (strings,
+    integers, booleans, floats or ``None``): the texts the standard encoder gives them."""
+    if kind == "string":
+        return ["null" if value is None else encode_basestring(value) for value in values]
+    if kind == "int":
+        return ["null" if value is None else int.__repr__(value) for value in values]
+    if kind == "bool":
+        return ["null" if value is None else ("true" if value else "false") for value in values]
+    # Floats (and anything unexpected) by the standard encoder: it refuses NaN and infinity.
+    return [rf._json_text(value) for value in values]
+
+
+def jsonl_lines(table: rf.Table, columns: Sequence[Sequence[Any]]) -> bytes:
+    """The JSON Lines of rows given column by column (a ``json`` column as canonical texts,
+    ``None`` for null): each row's canonical JSON object, members in sorted key order."""
+    kinds = dict(table.columns)
+    by_name = dict(zip(table.names, columns, strict=True))
+    parts = []
+    for name in sorted(table.names):
+        key = encode_basestring(name) + ":"
+        values = by_name[name]
+        if kinds[name] == "json":
+            texts = ["null" if text is None else text for text in values]
+        else:
+            texts = _scalar_texts(values, kinds[name])
+        parts.append([key + text for text in texts])
+    if not parts or not parts[0]:
+        return b""
+    lines = ["{" + ",".join(members) + "}" for members in zip(*parts, strict=True)]
+    lines.append("")
+    return "\n".join(lines).encode("utf-8")
+
+
+class _Files:
+    """One table's three files in the writing process."""
+
+    def __init__(self, directory: Path, table: rf.Table) -> None:
+        self.table = table
+        self.rows = 0
+        self.streams = [
+            rf.bundle_file(directory, f"{table.name}.{ext}").open("xb") for ext in rf.TABLE_FORMATS
+        ]
+        self.csv = rf.CsvWriter(self.streams[1], table)
+        self.parquet = rf.ParquetWriter(self.streams[2], table)
+
+    def write(self, columns: Sequence[list[Any]], count: int) -> None:
+        self.streams[0].write(jsonl_lines(self.table, columns))
+        self.csv.write_columns(columns)
+        self.parquet.write_columns(columns, count)
+        self.rows += count
+
+    def close(self) -> None:
+        self.csv.close()
+        self.parquet.close()
+        for stream in self.streams:
+            stream.close()
+
+
+def serve(
+    connection: Connection, answers: Connection, directory: str, tables: Sequence[rf.Table]
+) -> None:
+    """The writing process: opens each table's files in ``directory``, writes every batch
+    it receives (``(index, columns, count)``) until ``None``, closes the files and answers
+    ``("done", rows per table)``, or ``("error", text)`` at the first failure (after which
+    it reads and drops the rest, so that the build never waits on a full pipe)."""
+    files: list[_Files] = []
+    failure = None
+    try:
+        files = [_Files(Path(directory), table) for table in tables]
+    except Exception:
+        failure = traceback.format_exc()
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:  # the build stopped (it failed elsewhere): leave quietly
+            message = False
+        if message is None or message is False:
+            break
+        if failure is not None:
+            continue
+        try:
+            index, columns, count = message
+            files[index].write(columns, count)
+        except Exception:
+            failure = traceback.format_exc()
+    for table_files in files:
+        try:
+            table_files.close()
+        except Exception:
+            failure = failure or traceback.format_exc()
+    if message is None:
+        answers.send(
+            ("error", failure) if failure else ("done", ([f.rows for f in files], _own_figures()))
+        )
+
+
+def _own_figures() -> dict[str, float]:
+    """This process's CPU seconds and peak resident memory (MB, ``VmHWM``: Linux may carry
+    the parent's mark into ``ru_maxrss`` across fork and exec), for benchmarks."""
+    peak = 0.0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return {"cpu_seconds": time.process_time(), "peak_mb": peak}
+
+
+#: The figures of the last table process this process waited for (``bench/export.py``
+#: reports them beside the build's own).
+last_figures: dict[str, float] = {}
+
+
+class TableProcessError(RuntimeError):
+    """The process writing the tables failed; its traceback is the message."""
+
+
+class TableProcess:
+    """The writing process (``python -m audit.releases.bundle_tables``: a fresh interpreter
+    that imports only the writers, never a copy of the build's process with its database
+    connection and reading thread, nor the build's main module) and the build's ends of
+    its two pipes."""
+
+    def __init__(self, directory: Path, tables: Sequence[rf.Table]) -> None:
+        # The folder that holds the ``audit`` package, wherever the build was started from.
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "audit.releases.bundle_tables"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        if self.process.stdin is None or self.process.stdout is None:  # pipes were asked for
+            raise TableProcessError("the process writing the tables has no pipes")
+        self.connection = Connection(os.dup(self.process.stdin.fileno()), readable=False)
+        self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
+        self.process.stdin.close()
+        self.process.stdout.close()
+        self.closed = False
+        self._send((str(directory), list(tables)))
+
+    def _send(self, message: Any) -> None:
+        try:
+            self.connection.send(message)
+        except OSError as exc:  # BrokenPipeError: the process is gone
+            self.abort()
+            raise TableProcessError(f"the process writing the tables stopped: {exc}") from exc
+
+    def send(self, index: int, columns: list[list[Any]], count: int) -> None:
+        self._send((index, columns, count))
+
+    def finish(self) -> list[int]:
+        """Tell the process there are no more rows; its row counts once every file is
+        written and closed."""
+        if self.closed:
+            raise TableProcessError("the process writing the tables stopped")
+        self._send(None)
+        try:
+            status, value = self.answers.recv()
+        except (EOFError, OSError) as exc:
+            self.abort()
+            raise TableProcessError(f"the process writing the tables stopped: {exc}") from exc
+        self.abort()  # closes the pipes and waits for the process, which has finished
+        if status != "done":
+            raise TableProcessError(f"writing the tables failed:\n{value}")
+        counts, figures = value
+        last_figures.clear()
+        last_figures.update(figures)
+        return counts
+
+    def abort(self) -> None:
+        """Close the pipes and wait for the process (a build that failed elsewhere: it
+        stops at the end of its input, leaving its files partial)."""
+        if not self.closed:
+            self.closed = True
+            self.connection.close()
+            self.answers.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class TableSink:
+    """One table of a build whose files the :class:`TableProcess` writes: rows come as
+    :meth:`audit.releases.formats.TableFiles.write` takes them and leave by batches of
+    ``TABLE_BATCH``, as columns."""
+
+    def __init__(self, process: TableProcess, index: int, table: rf.Table) -> None:
+        self.process = process
+        self.index = index
+        self.table = table
+        self.rows = 0
+        self._pending: list[Mapping[str, Any]] = []
+        self._fast: list[bool] = []
+
+    def write(self, row: Mapping[str, Any], fast: bool = False) -> None:
+        """Add a row (see :meth:`audit.releases.formats.TableFiles.write`; ``fast``: its
+        nested values may be written by the compiled encoder)."""
+        self._pending.append(row)
+        self._fast.append(fast)
+        if len(self._pending) >= rf.TABLE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        rows, fasts = self._pending, self._fast
+        if not rows:
+            return
+        self._pending, self._fast = [], []
+        columns = []
+        for name, kind in self.table.columns:
+            values = [row[name] for row in rows]
+            if kind == "json":
+                values = [
+                    None if value is None else rf._json_text(value, fast)
+                    for value, fast in zip(values, fasts, strict=True)
+                ]
+            columns.append(values)
+        self.process.send(self.index, columns, len(rows))
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        self.flush()
+
+
+class Tables:
+    """A build's tables by name (``TableFiles`` in this process, or ``TableSink`` of one
+    writing process), closed together."""
+
+    def __init__(
+        self, members: dict[str, rf.TableFiles | TableSink], process: TableProcess | None
+    ) -> None:
+        self.members = members
+        self.process = process
+
+    def __getitem__(self, name: str) -> rf.TableFiles | TableSink:
+        return self.members[name]
+
+    def items(self) -> Any:
+        return self.members.items()
+
+    def values(self) -> Any:
+        return self.members.values()
+
+    def close(self) -> None:
+        """Flush and close every table; with a process, wait until it wrote them all and
+        check its row counts against the rows given."""
+        try:
+            for member in self.members.values():
+                member.close()
+        except BaseException:
+            if self.process is not None:
+                self.process.abort()
+            raise
+        if self.process is not None:
+            counts = self.process.finish()
+            given = [member.rows for member in self.members.values()]
+            if counts != given:
+                raise TableProcessError(f"the tables hold {counts} rows, {given} were given")
+
+    def abort(self) -> None:
+        if self.process is not None:
+            self.process.abort()
+        else:
+            for member in self.members.values():
+                member.close()
+
+
+def open_tables(directory: Path, tables: Mapping[str, rf.Table], *, parallel: bool) -> Tables:
+    """The files of ``tables`` in ``directory``: written by a process of their own with
+    ``parallel`` (when one can be started), else here by ``TableFiles``."""
+    if parallel:
+        try:
+            process = TableProcess(directory, list(tables.values()))
+        except (OSError, TableProcessError) as exc:
+            logger.warning("release tables written in the build's process: %s", exc)
+        else:
+            return Tables(
+                {
+                    name: TableSink(process, index, table)
+                    for index, (name, table) in enumerate(tables.items())
+                },
+                process,
+            )
+    return Tables({name: rf.TableFiles(directory, table) for name, table in tables.items()}, None)
+
+
+def main() -> None:
+    """The writing process: the directory and tables, then the batches, from standard
+    input; the answer on standard output (which nothing else writes to: anything printed
+    goes to standard error)."""
+    connection = Connection(os.dup(0), writable=False)
+    answers = Connection(os.dup(1), readable=False)
+    os.dup2(2, 1)
+    directory, tables = connection.recv()
+    serve(connection, answers, directory, tables)
+
+
+if __name__ == "__main__":
+    main()
