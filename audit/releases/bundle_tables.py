@@ -18,13 +18,17 @@ host that refuses one), :func:`open_tables` writes in this process instead, by
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import pickle
 import subprocess
 import sys
 import time
 import traceback
+from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from json.encoder import encode_basestring
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -127,8 +131,20 @@ def serve(
         except Exception:
             failure = failure or traceback.format_exc()
     if message is None:
+        if failure is None:
+            try:
+                # Each file's SHA-256 for the manifest, here beside the build's own work.
+                sums = {
+                    stream.name: rf.file_sha256(Path(stream.name))
+                    for table_files in files
+                    for stream in table_files.streams
+                }
+            except Exception:
+                failure = traceback.format_exc()
         answers.send(
-            ("error", failure) if failure else ("done", ([f.rows for f in files], _own_figures()))
+            ("error", failure)
+            if failure
+            else ("done", ([f.rows for f in files], sums, _own_figures()))
         )
 
 
@@ -148,6 +164,57 @@ def _own_figures() -> dict[str, float]:
 #: The figures of the last table process this process waited for (``bench/export.py``
 #: reports them beside the build's own).
 last_figures: dict[str, float] = {}
+
+
+class HashedFile:
+    """A bundle file written, and hashed as it is written, by a thread of its own: large
+    writes release the interpreter's lock while the bytes are copied and hashed, so the
+    build goes on meanwhile. One write is pending at most (its bytes are what the thread
+    holds); :meth:`close` waits for the last and gives the file's SHA-256."""
+
+    def __init__(self, path: Path) -> None:
+        self.stream = path.open("xb")
+        self.name = path.name
+        self.digest = hashlib.sha256()
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-write")
+        self.pending: Future[None] | None = None
+
+    def _write(self, data: bytes) -> None:
+        self.stream.write(data)
+        self.digest.update(data)
+
+    def write(self, data: bytes) -> None:
+        if self.pending is not None:
+            self.pending.result()
+        self.pending = self.pool.submit(self._write, data)
+
+    def close(self) -> str:
+        try:
+            if self.pending is not None:
+                self.pending.result()
+        finally:
+            self.pending = None
+            self.pool.shutdown()
+            self.stream.close()
+        return self.digest.hexdigest()
+
+
+def write_manifest(directory: Path, known: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """:func:`audit.releases.formats.write_manifest` with the SHA-256 of some files known
+    already (hashed as they were written): the same ``SHA256SUMS`` and the same answer,
+    the other files hashed here."""
+    names = sorted(p.name for p in Path(directory).iterdir() if p.name != rf.MANIFEST)
+    files = {}
+    for name in names:
+        path = rf.bundle_file(directory, name)
+        digest = known.get(name) or rf.file_sha256(path)
+        files[name] = {"sha256": digest, "bytes": path.stat().st_size}
+    manifest = rf.bundle_file(directory, rf.MANIFEST)
+    manifest.write_bytes(
+        rf.manifest_text({name: f["sha256"] for name, f in files.items()}).encode("utf-8")
+    )
+    files[rf.MANIFEST] = {"sha256": rf.file_sha256(manifest), "bytes": manifest.stat().st_size}
+    return files
 
 
 class TableProcessError(RuntimeError):
@@ -178,11 +245,26 @@ class TableProcess:
         self.process.stdin.close()
         self.process.stdout.close()
         self.closed = False
+        #: Each written file's SHA-256 by file name, once :meth:`finish` returned.
+        self.sums: dict[str, str] = {}
+        # Batches go out by a thread (a pipe's write waits while the process is busy with
+        # the batch before, and releases the interpreter's lock meanwhile), at most
+        # ``IN_FLIGHT`` of them queued: the build never waits for one batch to be written.
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-tables")
+        self.pending: deque[Future[None]] = deque()
         self._send((str(directory), list(tables)))
 
+    #: Batches pickled and not yet taken by the process, at most (each is ~1 MB).
+    IN_FLIGHT = 4
+
     def _send(self, message: Any) -> None:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            self.connection.send(message)
+            while self.pending and (len(self.pending) >= self.IN_FLIGHT or message is None):
+                self.pending.popleft().result()
+            self.pending.append(self.pool.submit(self.connection.send_bytes, data))
+            if message is None:
+                self.pending.popleft().result()
         except OSError as exc:  # BrokenPipeError: the process is gone
             self.abort()
             raise TableProcessError(f"the process writing the tables stopped: {exc}") from exc
@@ -204,9 +286,10 @@ class TableProcess:
         self.abort()  # closes the pipes and waits for the process, which has finished
         if status != "done":
             raise TableProcessError(f"writing the tables failed:\n{value}")
-        counts, figures = value
+        counts, sums, figures = value
         last_figures.clear()
         last_figures.update(figures)
+        self.sums = {Path(path).name: digest for path, digest in sums.items()}
         return counts
 
     def abort(self) -> None:
@@ -214,6 +297,10 @@ class TableProcess:
         stops at the end of its input, leaving its files partial)."""
         if not self.closed:
             self.closed = True
+            for future in self.pending:
+                future.cancel()
+            self.pool.shutdown(wait=True)
+            self.pending.clear()
             self.connection.close()
             self.answers.close()
         try:
@@ -299,6 +386,11 @@ class Tables:
             given = [member.rows for member in self.members.values()]
             if counts != given:
                 raise TableProcessError(f"the tables hold {counts} rows, {given} were given")
+
+    def sums(self) -> dict[str, str]:
+        """The SHA-256 of each table file the process wrote, by file name (none when the
+        tables were written here), once :meth:`close` returned."""
+        return dict(self.process.sums) if self.process is not None else {}
 
     def abort(self) -> None:
         if self.process is not None:

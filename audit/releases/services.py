@@ -61,7 +61,7 @@ from audit.partitions.models import StudyFreeze
 from audit.partitions.selectors import partition_sealed
 from audit.queueing import RELEASE_BUILD, queue_job
 from audit.releases import formats as rf
-from audit.releases.bundle_tables import Tables, open_tables
+from audit.releases.bundle_tables import HashedFile, Tables, open_tables, write_manifest
 from audit.releases.models import Release, ReleaseStatus
 from audit.releases.selectors import raw_reads_available, tuple_chunks_raw
 from metrics.protocol_selectors import comparisons_for_release
@@ -435,7 +435,8 @@ def bundle_write(
         },
         parallel=not reference,
     )
-    records = rf.bundle_file(directory, rf.RECORDS).open("xb")
+    records = HashedFile(rf.bundle_file(directory, rf.RECORDS))
+    known_sums: dict[str, str] = {}
     collector = _Collector()
     written = False
     try:
@@ -482,8 +483,9 @@ def bundle_write(
                 reported = percent
             collector.chunk_done()
         collector.restore()
-        records.close()
+        known_sums[rf.RECORDS] = records.close()
         tables.close()
+        known_sums.update(tables.sums())
         written = True
     finally:
         if not written:
@@ -601,7 +603,7 @@ def bundle_write(
     rf.bundle_file(directory, rf.README).write_text(
         rf.render_datasheet(facts), encoding="utf-8", newline="\n"
     )
-    files = rf.write_manifest(directory)
+    files = write_manifest(directory, known_sums)
     rf.fsync_dir(directory)
     return Bundle(files=files, stage=reached, facts=facts)
 

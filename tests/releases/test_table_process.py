@@ -114,3 +114,30 @@ def test_an_aborted_build_stops_the_process(tmp_path):
     written["outcomes"].write(_outcome_rows(1)[0])
     written.abort()
     assert written.process.process.poll() is not None
+
+
+def test_a_hashed_file_gives_its_bytes_sha256(tmp_path):
+    path = tmp_path / rf.RECORDS
+    written = bt.HashedFile(path)
+    pieces = [b"", b"x" * 5000, "é ☃\n".encode(), b"y" * 3]
+    for piece in pieces:
+        written.write(piece)
+    assert written.close() == rf.file_sha256(path)
+    assert path.read_bytes() == b"".join(pieces)
+
+
+def test_the_manifest_from_known_sums_is_the_one_from_the_files(tmp_path):
+    tables = {"outcomes": rf.OUTCOMES, "labels_final": rf.label_table("labels_final", "tuple")}
+    rows = {"outcomes": _outcome_rows(30), "labels_final": _tricky_rows(30)}
+    written = _write(tmp_path / "a", tables, rows, [True], parallel=True)
+    records = bt.HashedFile(tmp_path / "a" / rf.RECORDS)
+    records.write(b'{"claimgate":"records"}\n')
+    known = {rf.RECORDS: records.close(), **written.sums()}
+    (tmp_path / "a" / rf.README).write_text("# release\n", encoding="utf-8")
+    assert len(known) == 7
+    import shutil
+
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    assert bt.write_manifest(tmp_path / "a", known) == rf.write_manifest(tmp_path / "b")
+    manifest = rf.MANIFEST
+    assert (tmp_path / "a" / manifest).read_bytes() == (tmp_path / "b" / manifest).read_bytes()
