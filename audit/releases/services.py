@@ -225,7 +225,7 @@ class _Tally:
 
 class _Collector:
     """The cycle collector during a build's chunks. Every object alive before the build
-    (Django, the codebook, pyarrow) is out of its reach (``gc.freeze``), and its automatic
+    (Django, the codebook) is out of its reach (``gc.freeze``), and its automatic
     runs are off: the millions of short-lived, acyclic values of a build (freed by their
     reference counts) would trigger thousands of collections, ~15% of a build's time
     (measured at 10⁵). Instead the young generations are collected every
@@ -570,8 +570,6 @@ def bundle_write(
         ("records with a claim-ledger outcome", tally.outcomes),
         ("records without an outcome yet", tally.without_outcome),
     ]
-    import pyarrow
-
     facts = {
         "release": name,
         "study": study.slug,
@@ -598,7 +596,7 @@ def bundle_write(
         "predictions_note": predictions_note,
         "predictions_lines": predictions_lines,
         "files": files_rows,
-        "pyarrow": pyarrow.__version__,
+        "pyarrow": tables.pyarrow_version(),
     }
     rf.bundle_file(directory, rf.README).write_text(
         rf.render_datasheet(facts), encoding="utf-8", newline="\n"
