@@ -99,7 +99,7 @@ def _sql(exclude_test: bool) -> str:
 
 
 #: Rows fetched from the server per round trip.
-FETCH_ROWS = 1_000
+FETCH_ROWS = 500
 
 
 def tuple_chunks_raw(
