@@ -141,3 +141,18 @@ def test_the_manifest_from_known_sums_is_the_one_from_the_files(tmp_path):
     assert bt.write_manifest(tmp_path / "a", known) == rf.write_manifest(tmp_path / "b")
     manifest = rf.MANIFEST
     assert (tmp_path / "a" / manifest).read_bytes() == (tmp_path / "b" / manifest).read_bytes()
+
+
+def test_without_a_process_the_tables_are_written_here(tmp_path, monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError("no process may be started here")
+
+    monkeypatch.setattr(bt.subprocess, "Popen", refused)
+    tmp_path.joinpath("here").mkdir()
+    written = bt.open_tables(tmp_path / "here", {"outcomes": rf.OUTCOMES}, parallel=True)
+    assert written.process is None
+    written["outcomes"].write(_outcome_rows(1)[0])
+    written.close()
+    assert written.sums() == {}
+    assert written["outcomes"].rows == 1
+    assert (tmp_path / "here" / "outcomes.csv").read_bytes().count(b"\r\n") == 2
