@@ -10,10 +10,13 @@ with the writers of :mod:`audit.releases.formats` — the same bytes as
 the build goes on with the record lines: on two cores, the tables (about a third of a
 build's time) no longer wait for the records nor the records for them.
 
-The pipe holds a few batches at most (a send waits while the other side is behind), so
-memory stays bounded on both sides. Where no process can be started (a platform or a
-host that refuses one), :func:`open_tables` writes in this process instead, by
-``TableFiles``: the same files, only slower.
+Batches leave by a thread, at most ``TableProcess.IN_FLIGHT`` of them pickled and not yet
+taken (a send then waits for the process), so memory stays bounded on both sides. The
+process hashes its files once they are closed and answers their SHA-256 with its row
+counts; ``records.jsonl`` is hashed as it is written (:class:`HashedFile`), so that the
+manifest (:func:`write_manifest`) reads no file back. Where no process can be started,
+:func:`open_tables` writes in this process instead, by ``TableFiles``: the same files,
+only slower.
 """
 
 from __future__ import annotations
