@@ -7,8 +7,9 @@ here), so it never touches the database DATABASE_URL names. For each size it imp
 many tuples, stores one independent label per tuple (bulk, records built and sealed as the
 application does), vacuums and analyzes the tables (as autovacuum would), then builds the
 release in a **fresh child process**, whose wall time and peak resident memory
-(``ru_maxrss``) are what is reported — the setup's own memory does not count. Target
-(DESIGN.md): 10⁵ labelled tuples in ≤ 5 s and ≤ 200 MB.
+(``VmHWM``) are what is reported — the setup's own memory does not count — with the CPU
+time and peak memory of the process that writes the tables beside it. Target (DESIGN.md):
+10⁵ labelled tuples in ≤ 5 s and ≤ 200 MB (both processes).
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def child(
         files = release.files
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_started
+    from audit.releases import bundle_tables
+
+    tables = dict(bundle_tables.last_figures)
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -89,6 +93,9 @@ def child(
                 "cpu_seconds": cpu_seconds,
                 "peak_mb": _maxrss_mb(),
                 "baseline_mb": baseline,
+                # The process that wrote the tables beside the build (none: in the build's).
+                "tables_cpu_seconds": tables.get("cpu_seconds", 0.0),
+                "tables_peak_mb": tables.get("peak_mb", 0.0),
                 "files": files,
             }
         )
@@ -320,14 +327,21 @@ def main(argv: list[str] | None = None) -> int:
             f"- {r['labels']:,} labelled tuples: **{r['seconds']:.1f} s** ({rate:,.0f} labels/s; "
             f"{r['cpu_seconds']:.1f} s of CPU in the building process), "
             f"peak RSS **{r['peak_mb']:.0f} MB** (of which {r['baseline_mb']:.0f} MB is the "
-            f"process before the build: Django, pyarrow), bundle {megabytes:,.0f} MB in "
+            f"process before the build: Django), bundle {megabytes:,.0f} MB in "
             f"{len(r['files'])} files"
         )
+        if r.get("tables_peak_mb"):
+            line += (
+                f"; the process writing the tables beside it: {r['tables_cpu_seconds']:.1f} s "
+                f"of CPU, peak RSS {r['tables_peak_mb']:.0f} MB (both processes: "
+                f"**{r['peak_mb'] + r['tables_peak_mb']:.0f} MB**)"
+            )
         if r["labels"] == 100_000:
+            peak = r["peak_mb"] + r.get("tables_peak_mb", 0.0)
             line += (
                 f" — target ≤ {TARGET_S:.0f} s and ≤ {TARGET_MB} MB: "
                 f"{'met' if r['seconds'] <= TARGET_S else 'NOT met'} (time), "
-                f"{'met' if r['peak_mb'] <= TARGET_MB else 'NOT met'} (memory)"
+                f"{'met' if peak <= TARGET_MB else 'NOT met'} (memory)"
             )
         line += f"; load average {' / '.join(f'{x:.2f}' for x in r['load'])}"
         if "reference" in r:

@@ -99,7 +99,7 @@ def _sql(exclude_test: bool) -> str:
 
 
 #: Rows fetched from the server per round trip.
-FETCH_ROWS = 1_000
+FETCH_ROWS = 500
 
 
 def tuple_chunks_raw(
@@ -179,6 +179,7 @@ def _grouped(
     units: list[dict[str, Any]] = []
     contents: dict[int, UnitContent] = {}
     labels: list[dict[str, Any]] = []
+    configs: dict[str, Any] = {}
     last = None
     for rows in batches:
         for row in rows:
@@ -187,7 +188,7 @@ def _grouped(
                 if len(units) >= chunk:
                     yield units, contents, labels
                     units, contents, labels = [], {}, []
-                unit, content = _tuple_unit(row, codebook_unit)
+                unit, content = _tuple_unit(row, codebook_unit, configs)
                 units.append(unit)
                 contents[unit_id] = content
                 last = unit_id
@@ -197,7 +198,16 @@ def _grouped(
         yield units, contents, labels
 
 
-def _tuple_unit(row: tuple[Any, ...], codebook_unit: str) -> tuple[dict[str, Any], UnitContent]:
+#: Distinct pipeline configurations kept parsed during one read (a study has a few).
+_CONFIGS_KEPT = 64
+
+
+def _tuple_unit(
+    row: tuple[Any, ...], codebook_unit: str, configs: dict[str, Any]
+) -> tuple[dict[str, Any], UnitContent]:
+    """A row's unit fields and content. ``configs``: pipeline configurations already
+    parsed, by their text (every unit of a pipeline holds the same; records never change a
+    value they are given, so units may share it)."""
     (
         unit_id,
         digest,
@@ -240,6 +250,11 @@ def _tuple_unit(row: tuple[Any, ...], codebook_unit: str) -> tuple[dict[str, Any
         source_text,
         source_digest,
     ) = row[:_UNIT_WIDTH]
+    parsed_config = configs.get(config)
+    if parsed_config is None:
+        if len(configs) >= _CONFIGS_KEPT:
+            configs.clear()
+        parsed_config = configs[config] = parse_json_fast(config)[0]
     content = UnitContent(
         unit_id=unit_id,
         codebook_unit=codebook_unit,
@@ -258,7 +273,7 @@ def _tuple_unit(row: tuple[Any, ...], codebook_unit: str) -> tuple[dict[str, Any
         pipeline={
             "name": pipeline_name,
             "version": pipeline_version,
-            "config": parse_json_fast(config)[0],
+            "config": parsed_config,
         },
         answer={
             "service": service,
