@@ -81,6 +81,10 @@ class Engine:
     #: labels' order, oldest first: format 2) or ``"annotator"`` (by pseudonym: format-1
     #: answers, whose stored consensus records were always joined so).
     consensus_order: str = "label"
+    #: Format 1: the stored annotation's parts kept whole beside the fields (a release
+    #: writes each as a JSON column): ``spans`` and ``evidence`` of a tuple, ``verdicts``
+    #: (values with their reasons) of an answer. Empty for format 2.
+    containers: tuple[str, ...] = ()
 
     def field(self, code: str) -> Field:
         for item in self.fields:
@@ -313,6 +317,7 @@ def _format1_tuple(definition: Mapping[str, Any]) -> Engine:
         dimensions=dimensions,
         item_labels=MappingProxyType(labels),
         weights=MappingProxyType(weights),
+        containers=("spans", "evidence"),
     )
 
 
@@ -359,6 +364,7 @@ def _format1_answer(definition: Mapping[str, Any]) -> Engine:
         reason_paths=MappingProxyType(reasons),
         item_labels=MappingProxyType(labels),
         consensus_order="annotator",
+        containers=("verdicts",),
     )
 
 
