@@ -40,6 +40,7 @@ from annotator.quality.scoring import (
 )
 from annotator.quality.selectors import agreement_counted_inline, agreement_mark, agreement_tallies
 from audit.archive.models import Study
+from audit.contract.engine import engine_of
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class GoldSummary:
 
 def _gold_outcomes(study: Study) -> tuple[dict[int, list[Outcome]], dict[int, list[Outcome]]]:
     """Per annotator: every scored gold label, and those on qualification units."""
-    unit_kind = study.codebook.unit
+    engine = engine_of(study.codebook.definition)
     rows = (
         Label.objects.filter(study=study, kind=LabelKind.GOLD, revision=1)
         .order_by("created_at", "id")
@@ -78,7 +79,7 @@ def _gold_outcomes(study: Study) -> tuple[dict[int, list[Outcome]], dict[int, li
     everything: dict[int, list[Outcome]] = defaultdict(list)
     qualifying: dict[int, list[Outcome]] = defaultdict(list)
     for annotator, unit_id, at, annotation, key in rows:
-        outcome = Outcome(at=at, right=matches(key, values_of(annotation, unit_kind)))
+        outcome = Outcome(at=at, right=matches(key, values_of(annotation, engine)))
         everything[annotator].append(outcome)
         if unit_id in qualification_units:
             qualifying[annotator].append(outcome)
