@@ -99,6 +99,8 @@ def demo_files(unit: str) -> tuple[Path, Path]:
         if slug == BENCH_STUDIES[unit]:
             return FIXTURES / "codebooks" / f"{name}-{version}.json", FIXTURES / "demo" / data
     raise KeyError(unit)
+
+
 #: Roles that are the target's own or paid by it: their relationship is an interest (I).
 INTERESTED_ROLES = {"target_owned", "corporate_affiliate", "sponsored", "affiliate_marketing"}
 
