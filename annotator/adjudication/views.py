@@ -254,11 +254,19 @@ def _mean_text(views: list[dict[str, Any]], code: str) -> str:
 def _page_codebook(study: Study, engine: Engine) -> dict[str, Any]:
     """The codebook as the page shows it: its name and the engine's fields (and the
     format-1 evidence dimensions, shown and averaged, never picked)."""
+    inputs = {code for item in engine.derived if item.rule == "R_O" for code in item.inputs}
+    fields = fields_for_page(engine)
+    for entry in fields:
+        if entry["code"] in inputs and entry["label"] != entry["code"]:
+            entry["label"] = f"{entry['code']} · {entry['label']}"  # "I · Relationship"
+        for option in entry["options"]:
+            if option["label"] == option["value"]:  # a grade 0/1 without a name reads "1"
+                option["text"] = option["value"]
     return {
         "name": study.codebook.name,
         "version": study.codebook.version,
         "unit": engine.unit,
-        "fields": fields_for_page(engine),
+        "fields": fields,
         "dimensions": fields_for_page(Dimensions(engine.dimensions)),
     }
 
@@ -383,7 +391,8 @@ def _fields_context(
         rows.append(
             {
                 "code": entry["code"],
-                "label": f"{entry['label']} (evidence; the mean is kept)",
+                "label": entry["label"],
+                "note": "evidence dimension: the mean is kept",
                 "type": "dimension",
                 "field": entry,
                 "document": None,
