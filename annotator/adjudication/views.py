@@ -503,7 +503,9 @@ def _fields_context(
         "claim_rows": claim_rows,
         "final_claims": final_claims,
         "span_fields": [
-            entry for entry in codebook["fields"] if edits and entry["evidence"] != "none"
+            entry
+            for entry in codebook["fields"]
+            if edits and entry["evidence"] != "none" and entry["placement"] == "unit"
         ],
         "final": final,
         "parents": [
