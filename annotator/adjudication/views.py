@@ -255,7 +255,7 @@ def _page_codebook(study: Study, engine: Engine) -> dict[str, Any]:
     """The codebook as the page shows it: its name and the engine's fields (and the
     format-1 evidence dimensions, shown and averaged, never picked)."""
     inputs = {code for item in engine.derived if item.rule == "R_O" for code in item.inputs}
-    fields = fields_for_page(engine)
+    fields = fields_for_page(engine)  # reads ``.fields`` only: an engine has them too
     for entry in fields:
         if entry["code"] in inputs and entry["label"] != entry["code"]:
             entry["label"] = f"{entry['code']} · {entry['label']}"  # "I · Relationship"
