@@ -77,6 +77,14 @@ class Engine:
     #: Format 1's weight of each evidence dimension by code, as the codebook file writes it
     #: (the stored annotation repeats it beside each value). Empty for format 2.
     weights: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: In which order a consensus joins the agreeing annotators' reasons: ``"label"`` (the
+    #: labels' order, oldest first: format 2) or ``"annotator"`` (by pseudonym: format-1
+    #: answers, whose stored consensus records were always joined so).
+    consensus_order: str = "label"
+    #: Format 1: the stored annotation's parts kept whole beside the fields (a release
+    #: writes each as a JSON column): ``spans`` and ``evidence`` of a tuple, ``verdicts``
+    #: (values with their reasons) of an answer. Empty for format 2.
+    containers: tuple[str, ...] = ()
 
     def field(self, code: str) -> Field:
         for item in self.fields:
@@ -309,6 +317,7 @@ def _format1_tuple(definition: Mapping[str, Any]) -> Engine:
         dimensions=dimensions,
         item_labels=MappingProxyType(labels),
         weights=MappingProxyType(weights),
+        containers=("spans", "evidence"),
     )
 
 
@@ -354,6 +363,8 @@ def _format1_answer(definition: Mapping[str, Any]) -> Engine:
         paths=MappingProxyType(paths),
         reason_paths=MappingProxyType(reasons),
         item_labels=MappingProxyType(labels),
+        consensus_order="annotator",
+        containers=("verdicts",),
     )
 
 

@@ -43,7 +43,7 @@ from audit.contract.canonical import (
 )
 from audit.contract.cells import FORMULA_STARTS, spreadsheet_safe
 from audit.contract.codebook import Codebook
-from audit.contract.endpoint import VERDICTS
+from audit.contract.engine import CLAIMS, Engine, engine_of
 from audit.contract.fields import derive, field_values
 
 FORMAT_VERSION = 1
@@ -174,24 +174,6 @@ _LABEL_COMMON = (
     ("assisted_model", "string"),
     ("created_at", "string"),
 )
-_SOURCE_RISK = (
-    ("I", "int"),
-    ("A", "int"),
-    ("M", "int"),
-    ("D", "int"),
-    ("passage_support", "int"),
-    ("source_role", "string"),
-    ("spans", "json"),
-    ("evidence", "json"),
-    ("rationale", "string"),
-)
-_ANSWER_CLAIMS = (
-    *((key, "bool") for key in VERDICTS),
-    ("claim_count", "int"),
-    ("claims", "json"),
-    ("verdicts", "json"),
-    ("rationale", "string"),
-)
 OUTCOMES = Table(
     "outcomes",
     (
@@ -219,15 +201,102 @@ OUTCOMES = Table(
 _GOLD = (("gold_key", "json"), ("gold_right", "bool"))
 
 
-def label_table(name: str, unit: str, codebook: Codebook | None = None) -> Table:
-    """The label table of a codebook: for a codebook of fields (format 2) one column per
-    field and per derived value (:func:`field_columns`); for the first codebooks, by unit
-    (``tuple`` or ``answer``). The gold table adds each label's key and score."""
+def label_table(name: str, unit: str, engine: Engine | None = None) -> Table:
+    """The label table of a codebook, from its engine (audit.contract.engine.engine_of;
+    ``None``: a format-1 codebook of ``unit``): the common columns, the codebook's columns
+    (:func:`engine_columns`), and for the gold table each label's key and score."""
     gold = _GOLD if name == "labels_gold" else ()
-    if codebook is not None and codebook.format_version == ENGINE_FORMAT:
-        return Table(name, _LABEL_COMMON + field_columns(codebook) + gold)
-    specific = _SOURCE_RISK if unit == "tuple" else _ANSWER_CLAIMS
-    return Table(name, _LABEL_COMMON + specific + gold)
+    return Table(name, _LABEL_COMMON + engine_columns(engine or engine_of(None, unit=unit)) + gold)
+
+
+def engine_columns(engine: Engine) -> tuple[tuple[str, str], ...]:
+    """A codebook's own label columns, from its engine. Format 2: every field in codebook
+    order and each derived value (:func:`field_columns`). Format 1, as its releases always
+    had them: each compared field (the predicates and passage support, the source role;
+    or the verdicts), each claims field as its count and its claims, then the stored
+    parts kept whole (:attr:`Engine.containers`: spans and evidence, or the verdicts with
+    their reasons) and the rationale."""
+    if engine.format_version == ENGINE_FORMAT:
+        return field_columns(engine)
+    columns = [
+        (column_name(f.code), _FIELD_COLUMN_TYPES.get(f.type, "json")) for f in engine.value_fields
+    ]
+    for f in engine.claims_fields:
+        columns += [(_count_column(f.code), "int"), (column_name(f.code), "json")]
+    columns += [(part, "json") for part in engine.containers]
+    return (*columns, ("rationale", "string"))
+
+
+def _count_column(code: str) -> str:
+    """The column counting a format-1 claims field's claims (``claim_count`` for
+    ``claims``)."""
+    return "claim_count" if code == CLAIMS else f"{code}_count"
+
+
+def label_cells(engine: Engine, annotation: Mapping[str, Any]) -> dict[str, Any]:
+    """The cells of :func:`engine_columns` for one stored annotation (the rationale is a
+    common cell). Format 2: :func:`field_cells`; format 1: each compared field's value
+    (``None`` for U or absent, as audit.contract.engine.field_value reads it), each claims
+    field's count and claims, each stored part as stored."""
+    if engine.format_version == ENGINE_FORMAT:
+        return field_cells(engine, annotation)
+    values, claims, containers = _cell_plan(engine)
+    cells: dict[str, Any] = {}
+    for name, path in values:  # _at, inlined: a release writes a row per label
+        value: Any = annotation
+        for step in path:
+            if type(value) is not dict and not isinstance(value, Mapping):
+                value = None
+                break
+            value = value.get(step)
+        cells[name] = value
+    for count, name, path in claims:
+        listed = _at(annotation, path) or []
+        cells[count] = len(listed)
+        cells[name] = listed
+    for part in containers:
+        cells[part] = annotation.get(part)
+    return cells
+
+
+_Plan = tuple[
+    tuple[tuple[str, tuple[str, ...]], ...],
+    tuple[tuple[str, str, tuple[str, ...]], ...],
+    tuple[str, ...],
+]
+#: The cell plan of recently used format-1 engines, by ``id`` (the entry holds the engine,
+#: so its id cannot be reused while it is cached).
+_PLANS: dict[int, tuple[Engine, _Plan]] = {}
+
+
+def _cell_plan(engine: Engine) -> _Plan:
+    """Where a format-1 engine's cells are in a stored annotation, worked out once per
+    engine (a release writes one row per label)."""
+    cached = _PLANS.get(id(engine))
+    if cached is not None and cached[0] is engine:
+        return cached[1]
+    plan: _Plan = (
+        tuple((column_name(f.code), engine.paths[f.code]) for f in engine.value_fields),
+        tuple(
+            (_count_column(f.code), column_name(f.code), engine.paths[f.code])
+            for f in engine.claims_fields
+        ),
+        engine.containers,
+    )
+    if len(_PLANS) >= 64:
+        _PLANS.clear()
+    _PLANS[id(engine)] = (engine, plan)
+    return plan
+
+
+def _at(annotation: Any, path: Sequence[str]) -> Any:
+    """The value at ``path`` (``None`` when a step is missing or not an object)."""
+    value = annotation
+    for step in path:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            return None
+        value = value.get(step)
+    return value
 
 
 # --- codebooks of fields (format 2) ---------------------------------------------------------
@@ -255,7 +324,7 @@ def column_name(code: str) -> str:
     return f"{code}_value" if code in _RESERVED else code
 
 
-def field_columns(codebook: Codebook) -> tuple[tuple[str, str], ...]:
+def field_columns(codebook: Codebook | Engine) -> tuple[tuple[str, str], ...]:
     """The columns of a codebook of fields, in codebook order: each field (a
     per-document field is a JSON list, one value per document), then each derived value."""
     columns = [
@@ -271,7 +340,7 @@ def field_columns(codebook: Codebook) -> tuple[tuple[str, str], ...]:
     return (*columns, *_FIELD_TAIL)
 
 
-def field_cells(codebook: Codebook, annotation: Mapping[str, Any]) -> dict[str, Any]:
+def field_cells(codebook: Codebook | Engine, annotation: Mapping[str, Any]) -> dict[str, Any]:
     """The field, derived, reasons and spans cells of one stored annotation (a stored
     annotation passed the record contract; a failed answer's has no values: every cell is
     empty)."""

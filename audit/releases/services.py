@@ -52,7 +52,7 @@ from audit.contract.canonical import (
     parse_json_fast,
     sha256_hex,
 )
-from audit.contract.codebook import Codebook, codebook_from_dict
+from audit.contract.engine import Engine, engine_of
 from audit.ledger.chain import ledger_head
 from audit.ledger.gate import claim_boundary
 from audit.ledger.models import LedgerEntry, StudyGate
@@ -291,12 +291,10 @@ def _assisted_model(label: dict[str, Any]) -> str | None:
     return label["assisted_model"]
 
 
-def _engine_codebook(study: Study) -> Codebook | None:
-    """The study's codebook parsed, when it is a codebook of fields (format 2)."""
-    definition = study.codebook.definition or {}
-    if definition.get("format_version") != rf.ENGINE_FORMAT:
-        return None
-    return codebook_from_dict(definition)
+def _engine_codebook(study: Study) -> Engine:
+    """The study's codebook as the engine sees it (audit.contract.engine), whatever its
+    format: what the label tables' columns and cells come from."""
+    return engine_of(study.codebook.definition, unit=study.codebook.unit)
 
 
 def _label_row(
@@ -305,7 +303,7 @@ def _label_row(
     unit: dict[str, Any],
     current: bool,
     kind: str,
-    engine: Codebook | None = None,
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "record_digest": label["record_digest"],
@@ -320,24 +318,7 @@ def _label_row(
         "created_at": label["created_at"],
         "rationale": annotation.get("rationale"),
     }
-    if engine is not None:
-        row.update(rf.field_cells(engine, annotation))
-    elif kind == CodebookUnit.TUPLE:
-        predicates = annotation.get("predicates") or {}
-        row.update({key: predicates.get(key) for key in "IAMD"})
-        row["passage_support"] = annotation.get("passage_support")
-        row["source_role"] = annotation.get("source_role")
-        row["spans"] = annotation.get("spans")
-        row["evidence"] = annotation.get("evidence")
-    else:
-        verdicts = annotation.get("verdicts")
-        for key in rf.VERDICTS:
-            verdict = (verdicts or {}).get(key)
-            row[key] = verdict.get("value") if isinstance(verdict, dict) else None
-        claims = annotation.get("claims") or []
-        row["claim_count"] = len(claims)
-        row["claims"] = claims
-        row["verdicts"] = verdicts
+    row.update(rf.label_cells(engine or engine_of(None, unit=kind), annotation))
     return row
 
 
@@ -627,7 +608,7 @@ def _write_chunk(
     units: list[dict[str, Any]],
     contents: dict[int, UnitContent],
     labels: list[dict[str, Any]],
-    engine: Codebook | None,
+    engine: Engine,
     withhold_texts: bool,
     records: Any,
     tables: dict[str, rf.TableFiles],
@@ -715,7 +696,7 @@ def _write_gold(
     key: dict[str, str] | None,
     unit: dict[str, Any],
     unit_kind: str,
-    engine: Codebook | None,
+    engine: Engine,
     tables: dict[str, rf.TableFiles],
     tally: _Tally,
 ) -> None:
@@ -731,7 +712,7 @@ def _write_gold(
         current = label["record_digest"] not in replaced
         row = _label_row(label, annotation, unit, current, unit_kind, engine)
         row["gold_key"] = key
-        row["gold_right"] = None if key is None else matches(key, values_of(annotation, unit_kind))
+        row["gold_right"] = None if key is None else matches(key, values_of(annotation, engine))
         tables["labels_gold"].write(row)
         tally.kinds[LabelKind.GOLD] += 1
         tally.saw(label)
