@@ -667,10 +667,17 @@ def profile(count: int, top: int) -> None:
 
     from django.db import connection
 
+    wall, cpu = time.perf_counter(), time.process_time()
     with connection.execute_wrapper(timed):
         for _ in range(count):
             cycle()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     total = sum(sum(times) for times in statements.values())
+    print(
+        f"unprofiled run of {count}, per next + submit: {1000 * wall / count:.2f} ms wall, "
+        f"{1000 * cpu / count:.2f} ms CPU of this process (load average "
+        f"{os.getloadavg()[0]:.2f})"
+    )
     print(
         f"SQL: {sum(len(t) for t in statements.values()) / count:.1f} statements and "
         f"{1000 * total / count:.2f} ms per next + submit (unprofiled run of {count}); "
