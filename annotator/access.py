@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404
 
 from annotator.labelling.models import Assignment, Label, LabelKind
@@ -145,7 +145,23 @@ def study_seat_for_annotator(
     *, user: AbstractBaseUser | AnonymousUser, slug: str
 ) -> tuple[Study, AnnotatorSeat]:
     """:func:`study_get_for_annotator`, with the caller's :class:`AnnotatorSeat` read by
-    the same membership query."""
+    the same membership query.
+
+    The labelling loop's every request comes through here, so the common case — an
+    annotator of the study — is one query: their first annotator membership of the study
+    (as :func:`_roles_and_seat` picks it) with the study and its codebook. Without one,
+    the checks below decide the refusal, each on its own line."""
+    if user.is_authenticated:
+        membership = (
+            Membership.objects.select_related("study__codebook")
+            .filter(user=user, study__slug=slug, role=Role.ANNOTATOR)
+            .order_by("pk")
+            .first()
+        )
+        if membership is not None:
+            return membership.study, AnnotatorSeat(
+                pseudonym=membership.pseudonym, paused=membership.paused_at is not None
+            )
     study = Study.objects.select_related("codebook").filter(slug=slug).first()
     if study is None:
         _refuse(user, f"no study {slug!r}", Http404)
@@ -171,19 +187,30 @@ def assignment_seat_for_annotator(
     *, user: AbstractBaseUser | AnonymousUser, assignment_id: int
 ) -> tuple[Assignment, AnnotatorSeat]:
     """:func:`assignment_get_for_annotator`, with the caller's :class:`AnnotatorSeat`
-    read by the same membership query."""
-    assignment = (
-        Assignment.objects.select_related("study__codebook", "unit")
-        .filter(pk=assignment_id)
-        .first()
-    )
+    read in the same query: the assignment with its study, codebook and unit, and the
+    caller's first annotator membership of its study (as :func:`_roles_and_seat` picks
+    it), its pseudonym and pause as two index probes."""
+    rows = Assignment.objects.select_related("study__codebook", "unit").filter(pk=assignment_id)
+    if user.is_authenticated:
+        seat_of = Membership.objects.filter(
+            user=user, study_id=OuterRef("study_id"), role=Role.ANNOTATOR
+        ).order_by("pk")
+        rows = rows.annotate(
+            seat_pseudonym=Subquery(seat_of.values("pseudonym")[:1]),
+            seat_paused_at=Subquery(seat_of.values("paused_at")[:1]),
+        )
+    assignment = rows.first()
     if assignment is None:
         _refuse(user, f"no assignment {assignment_id}", Http404)
     if not user.is_authenticated:
         _refuse(user, f"anonymous access to assignment {assignment_id}", Http404)
     if assignment.annotator_id != user.pk:
         _refuse(user, f"assignment {assignment_id} belongs to someone else", Http404)
-    seat = _roles_and_seat(user=user, study=assignment.study)[1]
+    seat = None
+    if assignment.seat_pseudonym is not None:  # a membership always has a pseudonym
+        seat = AnnotatorSeat(
+            pseudonym=assignment.seat_pseudonym, paused=assignment.seat_paused_at is not None
+        )
     if seat is None:
         _refuse(user, f"no longer an annotator of study {assignment.study.slug!r}", Http404)
     return assignment, seat

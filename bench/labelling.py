@@ -4,16 +4,16 @@
         python bench/labelling.py [--tuples 10000] [--annotators 1,8] [--seconds 30]
         [--web-workers 2] [--worker-concurrency 2] [--reuse] [--write]
 
-Builds a ``source-risk`` study of ``--tuples`` tuples (imported through the import
-service, overlap 2) in its own database (``claimgate_bench_labelling_<tuples>``, never
-DATABASE_URL's), with eight annotators and an API token each. Then starts gunicorn
-(production settings, ``--web-workers`` processes) and a Celery worker on that database,
-with the broker and the shared cache in CELERY_BROKER_URL's Redis database, and runs one
-phase per ``--annotators`` value: that many annotators, each in a thread with its own
-keep-alive connection, loop for ``--seconds`` seconds as the annotation API's client (and
-the browser's form) does: ``POST /api/studies/<slug>/assignments/next/`` (timed as
-*next*), an annotation built from the unit's own texts — real evidence spans with quotes
-equal to the text they cite, code-point offsets — then ``POST
+Builds a ``source-risk`` study of ``--tuples`` tuples (imported through the import service,
+overlap 2) in its own database (``<database>_bench_labelling_<tuples>``, named after
+DATABASE_URL's database, never that database itself), with eight annotators and an API token
+each. Then starts gunicorn (production settings, ``--web-workers`` processes) and a Celery
+worker on that database, with the broker and the shared cache in CELERY_BROKER_URL's Redis
+database, and runs one phase per ``--annotators`` value: that many annotators, each in a
+thread with its own keep-alive connection, loop for ``--seconds`` seconds as the annotation
+API's client (and the browser's form) does: ``POST /api/studies/<slug>/assignments/next/``
+(timed as *next*), an annotation built from the unit's own texts — real evidence spans with
+quotes equal to the text they cite, code-point offsets — then ``POST
 /api/assignments/<id>/labels/`` (timed as *submit*).
 
 Reported per phase: p50/p95/p99 of next and submit, submits per second, errors (any
@@ -58,9 +58,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
 
-#: The bench database: ``<prefix>_<tuples>`` (CLAIMGATE_BENCH_DB_PREFIX names another prefix,
-#: for runs side by side on one server).
-DB_PREFIX = os.environ.get("CLAIMGATE_BENCH_DB_PREFIX", "claimgate_bench_labelling")
+#: The bench database: ``<DATABASE_URL's database>_bench_labelling_<tuples>``, so that runs
+#: against different databases of one server never share one (CLAIMGATE_BENCH_DB_PREFIX
+#: names another prefix).
+_DATABASE = urlsplit(os.environ.get("DATABASE_URL", "")).path.strip("/") or "claimgate"
+DB_PREFIX = os.environ.get("CLAIMGATE_BENCH_DB_PREFIX") or f"{_DATABASE}_bench_labelling"
 SLUG = "labelling"
 PEOPLE = 8
 QUEUE = "claimgate"  # CELERY_TASK_DEFAULT_QUEUE
@@ -667,10 +669,17 @@ def profile(count: int, top: int) -> None:
 
     from django.db import connection
 
+    wall, cpu = time.perf_counter(), time.process_time()
     with connection.execute_wrapper(timed):
         for _ in range(count):
             cycle()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     total = sum(sum(times) for times in statements.values())
+    print(
+        f"unprofiled run of {count}, per next + submit: {1000 * wall / count:.2f} ms wall, "
+        f"{1000 * cpu / count:.2f} ms CPU of this process (load average "
+        f"{os.getloadavg()[0]:.2f})"
+    )
     print(
         f"SQL: {sum(len(t) for t in statements.values()) / count:.1f} statements and "
         f"{1000 * total / count:.2f} ms per next + submit (unprofiled run of {count}); "

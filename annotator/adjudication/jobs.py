@@ -37,6 +37,16 @@ from audit.queueing import (
     debounce_release,
     queue_gate_refresh,
     queue_job_once,
+    queue_jobs_once,
+)
+
+#: What new outcomes change, in the order they are queued (their marks taken together).
+FOLLOW_UPS = (
+    STUDY_REPORT_REFRESH,
+    STUDY_GATE_REFRESH,
+    STUDY_OUTCOMES_REFRESH,
+    STUDY_QUALITY_REFRESH,
+    STUDY_COMPARISON_FOLLOW,
 )
 
 
@@ -48,11 +58,7 @@ def _follow_ups(study_id: int) -> None:
     that asks for it: while people label, each runs at most once per that many seconds
     (their cost grows with the study) and the worker stays free for outcomes."""
     delay = float(getattr(settings, "REFRESH_DELAY_SECONDS", 0))
-    queue_job_once(STUDY_REPORT_REFRESH, study_id, delay=delay)
-    queue_job_once(STUDY_GATE_REFRESH, study_id, delay=delay)
-    queue_job_once(STUDY_OUTCOMES_REFRESH, study_id, delay=delay)
-    queue_job_once(STUDY_QUALITY_REFRESH, study_id, delay=delay)
-    queue_job_once(STUDY_COMPARISON_FOLLOW, study_id, delay=delay)
+    queue_jobs_once(FOLLOW_UPS, study_id, delay=delay)
 
 
 @shared_task(name=OUTCOMES_PROCESS, **RETRY)

@@ -52,7 +52,6 @@ from annotator.labelling.selectors import (
     label_head,
     labels_of_assignment,
     pair_sides_of,
-    unit_content,
 )
 from annotator.labelling.services import (
     AnnotationError,
@@ -62,10 +61,12 @@ from annotator.labelling.services import (
     SubmissionIdReused,
     assignment_handed,
     draft_save,
+    handed_unit_content,
     label_submit,
 )
 from annotator.labelling.throttling import SubmitThrottle
-from audit.archive.models import CodebookUnit, Unit
+from audit.archive.models import CodebookUnit
+from audit.archive.records import UnitContent
 from config.api import StrictCharField
 
 INVALID_IF_MATCH = "invalid_if_match"
@@ -264,25 +265,31 @@ class UnitOutput(serializers.Serializer):
         ref_name = "Unit"
 
     def to_representation(self, content: Any) -> dict[str, Any]:
-        if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
-            # Places only, in the annotator's recorded order: no role, pipeline or service.
-            return {
-                "kind": content.codebook_unit,
-                "digest": content.digest,
-                "query": content.query,
-                **pair_sides_shown(content, self.context["pair_sides"]),
-            }
-        data = {
+        return unit_shown(content, self.context.get("pair_sides"))
+
+
+def unit_shown(content: UnitContent, pair_sides: dict[str, str] | None) -> dict[str, Any]:
+    """:class:`UnitOutput`'s answer for a unit's content (``pair_sides``: the
+    assignment's order of an answer pair's two answers)."""
+    if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
+        # Places only, in the annotator's recorded order: no role, pipeline or service.
+        return {
             "kind": content.codebook_unit,
             "digest": content.digest,
             "query": content.query,
-            "answer": content.answer,
+            **pair_sides_shown(content, pair_sides),
         }
-        if content.codebook_unit == CodebookUnit.TUPLE:
-            data["source"] = content.source
-        else:
-            data["sources"] = content.sources
-        return data
+    data = {
+        "kind": content.codebook_unit,
+        "digest": content.digest,
+        "query": content.query,
+        "answer": content.answer,
+    }
+    if content.codebook_unit == CodebookUnit.TUPLE:
+        data["source"] = content.source
+    else:
+        data["sources"] = content.sources
+    return data
 
 
 class CodebookOutput(serializers.Serializer):
@@ -329,30 +336,79 @@ class AssignmentDetailOutput(serializers.Serializer):
         ref_name = "AssignmentDetail"
 
 
-def assignment_detail(assignment: Assignment, *, new: bool = False) -> dict[str, Any]:
-    """Everything the caller needs to annotate: a fixed number of queries (one, the unit's
-    content, for an assignment handed out just now: it has no draft and no label yet)."""
+# The two hot answers (next and submit) are built as plain values by the functions below,
+# equal to what the serializers above give (tests/annotation/test_loop_queries.py compares
+# them on real objects): a serializer instance deep-copies its declared fields and walks
+# them per answer, which cost more CPU than the answer's own work. The serializers stay the
+# schema's (and every other operation's) description of the same shapes.
+
+_DATETIME = serializers.DateTimeField()  # its to_representation: ISO 8601, current zone
+
+
+def _when(value: Any) -> str | None:
+    return None if value is None else _DATETIME.to_representation(value)
+
+
+def _plain_dict(value: dict[str, Any]) -> dict[str, Any]:
+    """What DictField gives for a dict of any values: the same dict, keys as text."""
+    return {str(key): item for key, item in value.items()}
+
+
+def label_shown(label: Label, definition: dict[str, Any] | None) -> dict[str, Any]:
+    """:class:`LabelOutput`'s answer for ``label`` (``definition``: the study's codebook,
+    as its context ``codebook_definition``)."""
+    if definition is None and "sides" in label.annotation:
+        definition = label.study.codebook.definition
+    assisted = label.annotation.get("assisted")
+    submission_id = label.client_submission_id
+    return {
+        "revision": int(label.revision),
+        "record_digest": str(label.record_digest),
+        "etag": label_etag(label),
+        "parents": [str(parent) for parent in label.parents],
+        "annotation": annotation_for_annotator(label.annotation, definition),
+        "assisted": assisted if isinstance(assisted, dict) else None,
+        "client_submission_id": None if submission_id is None else str(submission_id),
+        "created_at": _when(label.created_at),
+    }
+
+
+def draft_shown(draft: Draft) -> dict[str, Any]:
+    """:class:`DraftOutput`'s answer for ``draft``."""
+    return {
+        "payload": _plain_dict(draft.payload),
+        "version": int(draft.version),
+        "etag": draft_etag(draft.version),
+        "updated_at": _when(draft.updated_at),
+    }
+
+
+def assignment_detail(
+    assignment: Assignment, *, new: bool = False, content: UnitContent | None = None
+) -> dict[str, Any]:
+    """Everything the caller needs to annotate (:class:`AssignmentDetailOutput`'s answer):
+    a fixed number of queries (one, the unit's content, for an assignment handed out just
+    now: it has no draft and no label yet; none when ``content`` is given)."""
     study = assignment.study
-    return AssignmentDetailOutput(
-        {
-            "id": assignment.pk,
-            "study": study.slug,
-            "assigned_at": assignment.assigned_at,
-            "submitted_at": assignment.submitted_at,
-            "unit": unit_content(unit=Unit(pk=assignment.unit_id)),
-            "codebook": {
-                "name": study.codebook.name,
-                "version": study.codebook.version,
-                "definition": codebook_for_annotator(study.codebook.definition),
-            },
-            "draft": None if new else draft_of(assignment=assignment),
-            "head": None if new else label_head(assignment=assignment),
+    codebook = study.codebook
+    if content is None:
+        content = handed_unit_content(study=study, unit_id=assignment.unit_id)
+    draft = None if new else draft_of(assignment=assignment)
+    head = None if new else label_head(assignment=assignment)
+    return {
+        "id": int(assignment.pk),
+        "study": str(study.slug),
+        "assigned_at": _when(assignment.assigned_at),
+        "submitted_at": _when(assignment.submitted_at),
+        "unit": unit_shown(content, pair_sides_of(assignment)),
+        "codebook": {
+            "name": str(codebook.name),
+            "version": str(codebook.version),
+            "definition": _plain_dict(codebook_for_annotator(codebook.definition)),
         },
-        context={
-            "pair_sides": pair_sides_of(assignment),
-            "codebook_definition": study.codebook.definition,
-        },
-    ).data
+        "draft": None if draft is None else draft_shown(draft),
+        "head": None if head is None else label_shown(head, codebook.definition),
+    }
 
 
 # --- the API classes ------------------------------------------------------------------
@@ -526,7 +582,7 @@ class DraftSaveApi(AnnotatorApi):
             return _error(exc, status.HTTP_400_BAD_REQUEST)
         code = status.HTTP_201_CREATED if draft.version == 1 else status.HTTP_200_OK
         return Response(
-            DraftOutput(draft).data, status=code, headers={"ETag": draft_etag(draft.version)}
+            draft_shown(draft), status=code, headers={"ETag": draft_etag(draft.version)}
         )
 
     def _base_version(self, assignment: Assignment, tags: list[str] | None) -> int | None:
@@ -664,7 +720,7 @@ class LabelsApi(AnnotatorApi):
         payload = self.Input(data=request.data)
         payload.is_valid(raise_exception=True)
         parent = self._parent_digest(_if_match_tags(request))
-        seen = {"codebook_definition": assignment.study.codebook.definition}
+        definition = assignment.study.codebook.definition
         try:
             submission = label_submit(
                 assignment=assignment,
@@ -674,7 +730,7 @@ class LabelsApi(AnnotatorApi):
                 pseudonym=seat.pseudonym,
             )
         except (StaleRevision, RevisionUnchanged) as exc:
-            latest = LabelOutput(exc.head, context=seen).data if exc.head is not None else None
+            latest = label_shown(exc.head, definition) if exc.head is not None else None
             headers = {"ETag": label_etag(exc.head)} if exc.head is not None else {}
             return Response(
                 {"reason": exc.code, "message": exc.message, "latest": latest},
@@ -690,7 +746,7 @@ class LabelsApi(AnnotatorApi):
             return _error(exc, status.HTTP_400_BAD_REQUEST)
         code = status.HTTP_200_OK if submission.replayed else status.HTTP_201_CREATED
         return Response(
-            LabelOutput(submission.label, context=seen).data,
+            label_shown(submission.label, definition),
             status=code,
             headers={"ETag": label_etag(submission.label)},
         )

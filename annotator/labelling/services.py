@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
@@ -48,7 +49,7 @@ from annotator.quality.selectors import (
     study_has_gold,
 )
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
-from audit.archive.records import record_build
+from audit.archive.records import UNIT_VALUES, record_build, unit_contents_of
 from audit.archive.selectors import codebook_registry_of
 from audit.contract import check_record
 from audit.contract.canonical import canonical_json
@@ -383,6 +384,21 @@ def _fresh_position(
     return (row[0], row[1], bool(row[2])) if row else None
 
 
+def handed_unit_content(*, study: Study, unit_id: int) -> UnitContent:
+    """The content of a unit of ``study`` (``study.codebook`` loaded), exactly what
+    ``unit_content`` gives, read for the labelling loop's two hot answers: only the
+    columns a record needs (``UNIT_VALUES``), and neither the study, its codebook nor a
+    baseline joined, since the study is known and only an answer pair has a baseline.
+    ``unit_content``'s twelve-table join cost the database about ten times more to plan
+    than to run, twice per next + submit (docs/benchmarks.md, "third round")."""
+    if study.codebook.unit == CodebookUnit.ANSWER_PAIR:
+        return unit_content(unit=Unit(pk=unit_id))
+    rows = list(Unit.objects.filter(pk=unit_id).values(*UNIT_VALUES))
+    if not rows:
+        raise Unit.DoesNotExist(f"no unit {unit_id}")
+    return unit_contents_of(study=study, units=rows)[unit_id]
+
+
 @dataclass(frozen=True)
 class Handed:
     """What :func:`assignment_handed` gives: the assignment (``None`` when nothing is
@@ -468,17 +484,24 @@ def assignment_handed(
         if position is None:
             return Handed(None, new=False)
         key, unit_id, kept = position
-        QueueOrder.objects.filter(pk=order.pk).update(cursor=key)
-        return Handed(_assignment_take(study, annotator, unit_id, kept=kept), new=True)
+        assignment = _assignment_take(study, annotator, unit_id, kept=kept, cursor=(order, key))
+        return Handed(assignment, new=True)
 
 
 def _assignment_take(
-    study: Study, annotator: AbstractBaseUser, unit_id: int, *, kept: bool
+    study: Study,
+    annotator: AbstractBaseUser,
+    unit_id: int,
+    *,
+    kept: bool,
+    cursor: tuple[QueueOrder, int] | None = None,
 ) -> Assignment:
-    """Take a slot of the unit the walk found; ``kept``: the walk saw a kept draft of
-    this annotator on it (restored), so none is looked for when there is none."""
-    assignment = _assignment_create(study=study, unit_id=unit_id, annotator=annotator)
-    Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") + 1)
+    """Take a slot of the unit the walk found, and (``cursor``) move the order's cursor to
+    its key; ``kept``: the walk saw a kept draft of this annotator on it (restored), so
+    none is looked for when there is none."""
+    assignment = _assignment_create(
+        study=study, unit_id=unit_id, annotator=annotator, counted=True, cursor=cursor
+    )
     if kept:
         _draft_restore(assignment)
     return assignment
@@ -564,12 +587,20 @@ def pair_sides_draw(*, study: Study, user_id: int, unit_id: int) -> dict[str, st
 
 
 def _assignment_create(
-    *, study: Study, unit_id: int, annotator: AbstractBaseUser, gold: bool = False
+    *,
+    study: Study,
+    unit_id: int,
+    annotator: AbstractBaseUser,
+    gold: bool = False,
+    counted: bool = False,
+    cursor: tuple[QueueOrder, int] | None = None,
 ) -> Assignment:
     """The slot, numbered next in this annotator's own queue of the study (and, on an
-    answer pair, the order of its two answers for them). Two of their tabs asking at the
-    same moment would take the same number: the unique constraint refuses the later one,
-    which then counts again (after the first has committed)."""
+    answer pair, the order of its two answers for them); ``counted``: the unit's
+    ``assigned_count`` goes up by one (a slot taken; a gold one takes none); ``cursor``:
+    the order's cursor moves to the unit's key. Two of their tabs asking at the same
+    moment would take the same number: the unique constraint refuses the later one, which
+    then counts again (after the first has committed)."""
     left = pair_left_is_evaluated_draw(study=study, annotator_id=annotator.pk, unit_id=unit_id)
     # The number is counted by the INSERT itself (the last one, read on the unique
     # (study, annotator, number) index, plus one): no separate read.
@@ -579,16 +610,17 @@ def _assignment_create(
         .values("number")[:1]
     )
     for attempt in range(3):
+        assignment = Assignment(
+            study=study,
+            unit_id=unit_id,
+            annotator=annotator,
+            number=Coalesce(Subquery(last), Value(0)) + Value(1),
+            gold=gold,
+            pair_left_is_evaluated=left,
+        )
         try:
             with transaction.atomic():
-                assignment = Assignment.objects.create(
-                    study=study,
-                    unit_id=unit_id,
-                    annotator=annotator,
-                    number=Coalesce(Subquery(last), Value(0)) + Value(1),
-                    gold=gold,
-                    pair_left_is_evaluated=left,
-                )
+                _assignment_insert(assignment, counted=counted, cursor=cursor)
         except IntegrityError:
             if attempt == 2:
                 raise
@@ -597,6 +629,51 @@ def _assignment_create(
         del assignment.__dict__["number"]
         return assignment
     raise AssertionError("unreachable")
+
+
+def _assignment_insert(
+    assignment: Assignment, *, counted: bool, cursor: tuple[QueueOrder, int] | None
+) -> None:
+    """The slot's writes: on PostgreSQL one statement (the ORM's INSERT, the unit's count
+    and the order's cursor as data-modifying CTEs), elsewhere three."""
+    if connection.vendor != "postgresql":
+        assignment.save(force_insert=True)
+        if counted:
+            Unit.objects.filter(pk=assignment.unit_id).update(
+                assigned_count=F("assigned_count") + 1
+            )
+        if cursor is not None:
+            QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
+        return
+    insert = InsertQuery(Assignment)
+    insert.insert_values(
+        [f for f in Assignment._meta.concrete_fields if not f.primary_key], [assignment]
+    )
+    compiler = insert.get_compiler(connection=connection)
+    compiler.returning_fields = [Assignment._meta.pk]
+    [(insert_sql, insert_params)] = compiler.as_sql()
+    quote = connection.ops.quote_name
+    ctes = [f"slot AS ({insert_sql})"]
+    params: list[Any] = list(insert_params)
+    if counted:
+        ctes.append(
+            f"counted AS (UPDATE {quote(Unit._meta.db_table)} "  # noqa: S608
+            "SET assigned_count = assigned_count + 1 WHERE id = %s)"
+        )
+        params.append(assignment.unit_id)
+    if cursor is not None:
+        ctes.append(
+            f"walked AS (UPDATE {quote(QueueOrder._meta.db_table)} "  # noqa: S608
+            f"SET {quote('cursor')} = %s WHERE id = %s)"
+        )
+        params += [cursor[1], cursor[0].pk]
+    # Only table names from the models and the ORM's own INSERT are interpolated.
+    sql = f"WITH {', '.join(ctes)} SELECT id FROM slot"  # noqa: S608
+    with connection.cursor() as db:
+        db.execute(sql, params)
+        assignment.pk = db.fetchone()[0]
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
 
 
 # --- drafts ---------------------------------------------------------------------------
@@ -869,11 +946,7 @@ def _label_store(
                 f"the submission names {parent_digest or 'none'}",
                 head=head,
             )
-        content = unit_content(
-            unit=assignment.unit
-            if Assignment.unit.is_cached(assignment)
-            else Unit(pk=assignment.unit_id)
-        )
+        content = handed_unit_content(study=study, unit_id=assignment.unit_id)
         if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
             annotation = pair_annotation_stored(
                 study=study, assignment=assignment, content=content, annotation=annotation
@@ -915,41 +988,98 @@ def _label_store(
                 head=head,
             )
         assisted = record["annotation"].get("assisted")
+        label = Label(
+            study=study,
+            unit_id=assignment.unit_id,
+            annotator_id=assignment.annotator_id,
+            assignment=assignment,
+            kind=label_kind_of(assignment),
+            revision=(head.revision + 1) if head else 1,
+            annotation=record["annotation"],
+            parents=record["parents"],
+            record_digest=record["record_digest"],
+            codebook_digest=study.codebook.digest,
+            client_submission_id=submission_id,
+            assisted_model=assisted.get("model") if isinstance(assisted, dict) else None,
+        )
         try:
             # No savepoint: the first write of this transaction, so losing it to a
             # concurrent submission rolls back nothing else (label_submit reads the
             # winner after the rollback).
-            label = Label.objects.create(
-                study=study,
-                unit_id=assignment.unit_id,
-                annotator_id=assignment.annotator_id,
-                assignment=assignment,
-                kind=label_kind_of(assignment),
-                revision=(head.revision + 1) if head else 1,
-                annotation=record["annotation"],
-                parents=record["parents"],
-                record_digest=record["record_digest"],
-                codebook_digest=study.codebook.digest,
-                client_submission_id=submission_id,
-                assisted_model=assisted.get("model") if isinstance(assisted, dict) else None,
-            )
+            _label_write(label, first=head is None, gold=assignment.gold)
         except IntegrityError:
             raise _LabelInsertLost(head) from None
-        if head is None:
-            Assignment.objects.filter(pk=assignment.pk).update(submitted_at=timezone.now())
-        if assignment.gold:  # scored against the key only: no unit state, no outcome
-            Draft.objects.filter(assignment=assignment).delete()
-            return Submission(label=label, replayed=False)
-        if head is None:
-            Unit.objects.filter(pk=assignment.unit_id).update(
+        if not assignment.gold:
+            # Its outcome is appended by a job that takes every waiting label of the study.
+            queue_job_once(OUTCOMES_PROCESS, study.pk)
+    return Submission(label=label, replayed=False)
+
+
+def _label_write(label: Label, *, first: bool, gold: bool) -> None:
+    """A submission's writes: the label; on its first revision the assignment's
+    submission time and (not gold) the unit's count and state; the draft's removal;
+    (not gold: scored against the key only, no unit state, no outcome) the row saying
+    the label waits for its outcome. On PostgreSQL one statement (the label's INSERT
+    and the rest as data-modifying CTEs, all or nothing like the transaction around
+    it); elsewhere (SQLite) the same writes through the ORM. A broken unique
+    constraint of the label raises IntegrityError before anything is written."""
+    now = timezone.now()
+    if connection.vendor != "postgresql":
+        label.save(force_insert=True)
+        if first:
+            Assignment.objects.filter(pk=label.assignment_id).update(submitted_at=now)
+        if first and not gold:
+            Unit.objects.filter(pk=label.unit_id).update(
                 submitted_count=F("submitted_count") + 1,
                 state=Case(
                     When(state=UnitState.OPEN, then=Value(UnitState.PARTIALLY_LABELLED.value)),
                     default=F("state"),
                 ),
             )
-        Draft.objects.filter(assignment=assignment).delete()
-        # Its outcome is appended by a job that takes every waiting label of the study.
-        OutcomeWaiting.objects.create(label=label, study=study, created_at=label.created_at)
-        queue_job_once(OUTCOMES_PROCESS, study.pk)
-    return Submission(label=label, replayed=False)
+        Draft.objects.filter(assignment_id=label.assignment_id).delete()
+        if not gold:
+            OutcomeWaiting.objects.create(
+                label=label, study_id=label.study_id, created_at=label.created_at
+            )
+        return
+    # The INSERT as the ORM compiles it (each field's pre-save and database value: the
+    # JSON adapters, created_at), with its id returned.
+    insert = InsertQuery(Label)
+    insert.insert_values([f for f in Label._meta.concrete_fields if not f.primary_key], [label])
+    compiler = insert.get_compiler(connection=connection)
+    compiler.returning_fields = [Label._meta.pk]
+    [(insert_sql, insert_params)] = compiler.as_sql()
+    quote = connection.ops.quote_name
+    ctes = [f"label AS ({insert_sql})"]
+    params: list[Any] = list(insert_params)
+    if first:
+        ctes.append(
+            f"opened AS (UPDATE {quote(Assignment._meta.db_table)} "  # noqa: S608
+            "SET submitted_at = %s WHERE id = %s)"
+        )
+        params += [now, label.assignment_id]
+    if first and not gold:
+        ctes.append(
+            f"counted AS (UPDATE {quote(Unit._meta.db_table)} "  # noqa: S608
+            "SET submitted_count = submitted_count + 1, "
+            "state = CASE WHEN state = %s THEN %s ELSE state END WHERE id = %s)"
+        )
+        params += [UnitState.OPEN.value, UnitState.PARTIALLY_LABELLED.value, label.unit_id]
+    ctes.append(
+        f"dropped AS (DELETE FROM {quote(Draft._meta.db_table)} WHERE assignment_id = %s)"  # noqa: S608
+    )
+    params.append(label.assignment_id)
+    if not gold:
+        ctes.append(
+            f"waiting AS (INSERT INTO {quote(OutcomeWaiting._meta.db_table)} "  # noqa: S608
+            "(label_id, study_id, created_at) SELECT id, %s, %s FROM label)"
+        )
+        params += [label.study_id, label.created_at]
+    # Only table names from the models and the ORM's own INSERT are interpolated; every
+    # value is a parameter. PostgreSQL runs every data-modifying CTE exactly once.
+    sql = f"WITH {', '.join(ctes)} SELECT id FROM label"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        label.pk = cursor.fetchone()[0]
+    label._state.adding = False
+    label._state.db = connection.alias

@@ -11,24 +11,36 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
-from annotator.labelling.models import Assignment, OutcomeWaiting
-from annotator.labelling.selectors import unit_content
-from tests.annotation.annotations import source_risk
+from annotator.labelling import api
+from annotator.labelling.models import Assignment, Draft, Label, OutcomeWaiting
+from annotator.labelling.selectors import draft_of, label_head, pair_sides_of, unit_content
+from annotator.labelling.services import handed_unit_content
+from audit.archive.models import Study, Unit
+from tests.annotation.annotations import answer_claims, source_risk
+from tests.annotation.conftest import add_people
+from tests.annotation.pairs import pairs_study
 
 pytestmark = pytest.mark.django_db
 
 #: Statements of one request (the test's transaction makes each atomic block a SAVEPOINT
 #: and its RELEASE, which a real request's BEGIN and COMMIT replace).
-NEXT_NEW = 15  # study, roles with the pause, unfinished, gold?, the annotator's order,
-#                the started-unit walk and the fresh-position walk (each with the kept
-#                draft?), cursor, insert (numbered by the INSERT), count +1, the unit's
-#                content; 4 savepoint statements
+#: On PostgreSQL, a new slot's writes (the assignment, the unit's count, the order's
+#: cursor) are one statement of CTEs, and submit's (label, assignment, unit, draft,
+#: waiting outcome) one too; on SQLite three and five ORM statements.
+ON_POSTGRESQL = connection.vendor == "postgresql"
+NEXT_WRITES = 1 if ON_POSTGRESQL else 3
+NEXT_NEW = 11 + NEXT_WRITES  # the study with the caller's annotator seat (pause,
+#                pseudonym), unfinished, gold?, the annotator's order, the started-unit
+#                walk and the fresh-position walk (each with the kept draft?), the writes,
+#                the unit's content; 4 savepoint statements
 #                (the first next of an annotator also draws their order: not counted here)
-NEXT_OPEN = 6  # study, roles with the pause, unfinished, content, draft, head
-SUBMIT = 12  # assignment, roles with the pseudonym, lock + seen, replay + head, content,
-#              insert, assignment, unit, draft, waiting outcome; 2 savepoint statements
+NEXT_OPEN = 5  # the study with the seat, unfinished, content, draft, head
+SUBMIT_WRITES = 1 if ON_POSTGRESQL else 5
+SUBMIT = 6 + SUBMIT_WRITES  # the assignment with study, codebook, unit and the seat,
+#              lock + seen, replay + head, content, the writes; 2 savepoint statements
 #              (the label's INSERT has none of its own: losing it rolls the whole back)
 
 
@@ -110,3 +122,110 @@ def test_a_replayed_submission_answers_the_same_label_without_a_second_one(risk_
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["record_digest"] == first.json()["record_digest"]
     assert OutcomeWaiting.objects.count() == 1
+
+
+# --- the hot answers as plain values: equal to the serializers' -----------------------
+
+
+def _serialized_detail(assignment: Assignment) -> dict:
+    """What AssignmentDetailOutput gave before the answers were built as plain values."""
+    assignment = Assignment.objects.get(pk=assignment.pk)  # as stored now
+    study = Study.objects.select_related("codebook").get(pk=assignment.study_id)
+    return api.AssignmentDetailOutput(
+        {
+            "id": assignment.pk,
+            "study": study.slug,
+            "assigned_at": assignment.assigned_at,
+            "submitted_at": assignment.submitted_at,
+            "unit": unit_content(unit=assignment.unit),
+            "codebook": {
+                "name": study.codebook.name,
+                "version": study.codebook.version,
+                "definition": api.codebook_for_annotator(study.codebook.definition),
+            },
+            "draft": draft_of(assignment=assignment),
+            "head": label_head(assignment=assignment),
+        },
+        context={
+            "pair_sides": pair_sides_of(assignment),
+            "codebook_definition": study.codebook.definition,
+        },
+    ).data
+
+
+def _as_json(value: object) -> bytes:
+    return JSONRenderer().render(value)
+
+
+def _detail_now(assignment_id: int) -> dict:
+    assignment = Assignment.objects.select_related("study__codebook", "unit").get(pk=assignment_id)
+    return api.assignment_detail(assignment)
+
+
+@pytest.mark.parametrize("study_fixture", ["risk_study", "claims_study"])
+def test_the_plain_answers_are_byte_equal_to_the_serializers(study_fixture, request):
+    study = request.getfixturevalue(study_fixture)
+    people = add_people(study)
+    client = api_as(people["ann_a"])
+    given = client.post(next_url(study))
+    assert given.status_code == 201
+    assignment = Assignment.objects.get(pk=given.json()["id"])
+    # a new assignment: no draft, no head
+    assert _as_json(given.json()) == _as_json(_serialized_detail(assignment))
+    # with a draft (keys and values of any kind) and then with a head revision
+    draft = client.put(
+        reverse("api-assignment-draft", args=[assignment.pk]),
+        {"payload": {"form": {"a": [1, None, "x"]}, "n": 2.5, "empty": None}},
+        format="json",
+    )
+    assert draft.status_code == 201
+    draft_object = Draft.objects.get(assignment=assignment)
+    serialized_draft = api.DraftOutput(draft_object).data
+    assert _as_json(api.draft_shown(draft_object)) == _as_json(serialized_draft)
+    assert draft.json() == serialized_draft  # (the answer's keys in the order sent)
+    assert _as_json(_detail_now(assignment.pk)) == _as_json(_serialized_detail(assignment))
+    content = unit_content(unit=assignment.unit)
+    body = source_risk(content) if study_fixture == "risk_study" else answer_claims(content)
+    body["assisted"] = {"model": "judge-1"}
+    submitted = client.post(
+        reverse("api-assignment-labels", args=[assignment.pk]),
+        {"annotation": body, "client_submission_id": str(uuid.uuid4())},
+        format="json",
+    )
+    assert submitted.status_code == 201, submitted.json()
+    label = Label.objects.get(assignment=assignment)
+    serialized = api.LabelOutput(
+        label, context={"codebook_definition": study.codebook.definition}
+    ).data
+    assert _as_json(api.label_shown(label, study.codebook.definition)) == _as_json(serialized)
+    assert submitted.json() == serialized  # (the stored annotation's keys as sent)
+    assert _as_json(_detail_now(assignment.pk)) == _as_json(_serialized_detail(assignment))
+    # a stale revision answers the latest one, the same shape
+    stale = client.post(
+        reverse("api-assignment-labels", args=[assignment.pk]),
+        {"annotation": body, "client_submission_id": str(uuid.uuid4())},
+        format="json",
+    )
+    assert stale.status_code == 409
+    assert _as_json(stale.json()["latest"]) == _as_json(serialized)
+
+
+def test_the_plain_answer_of_an_answer_pair_is_equal_to_the_serializers(db):
+    study = pairs_study()
+    people = add_people(study)
+    given = api_as(people["ann_a"]).post(next_url(study))
+    assert given.status_code == 201, given.content
+    assignment = Assignment.objects.get(pk=given.json()["id"])
+    assert _as_json(given.json()) == _as_json(_serialized_detail(assignment))
+    assert "left" in given.json()["unit"]
+    assert "answer" not in given.json()["unit"]
+
+
+@pytest.mark.parametrize("study_fixture", ["risk_study", "claims_study"])
+def test_the_loops_lean_unit_read_equals_unit_content(study_fixture, request):
+    study = request.getfixturevalue(study_fixture)
+    study = Study.objects.select_related("codebook").get(pk=study.pk)
+    units = list(Unit.objects.filter(study=study).order_by("id")[:5])
+    assert units
+    for unit in units:
+        assert handed_unit_content(study=study, unit_id=unit.pk) == unit_content(unit=unit)
