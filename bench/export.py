@@ -252,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from audit.archive.models import Study
     from audit.archive.services import codebook_install_file, observations_import
+    from audit.management.commands.load_demo import demo_files
     from bench.import_records import build_file
 
     setup_test_environment()
@@ -280,9 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         else:
             url = f"sqlite:///{db['NAME']}"
-        codebook, _ = codebook_install_file(
-            path=ROOT / "fixtures" / "codebooks" / "source-risk-1.0.0.json"
-        )
+        codebook, _ = codebook_install_file(path=demo_files("tuple")[0])
         for size in args.sizes:
             slug = f"bench-{size}"
             study = Study.objects.filter(slug=slug).first()

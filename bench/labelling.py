@@ -4,17 +4,17 @@
         python bench/labelling.py [--tuples 10000] [--annotators 1,8] [--seconds 30]
         [--web-workers 2] [--worker-concurrency 2] [--reuse] [--write]
 
-Builds a ``source-risk`` study of ``--tuples`` tuples (imported through the import service,
-overlap 2) in its own database (``<database>_bench_labelling_<tuples>``, named after
-DATABASE_URL's database, never that database itself), with eight annotators and an API token
-each. Then starts gunicorn (production settings, ``--web-workers`` processes) and a Celery
-worker on that database, with the broker and the shared cache in CELERY_BROKER_URL's Redis
-database, and runs one phase per ``--annotators`` value: that many annotators, each in a
-thread with its own keep-alive connection, loop for ``--seconds`` seconds as the annotation
-API's client (and the browser's form) does: ``POST /api/studies/<slug>/assignments/next/``
-(timed as *next*), an annotation built from the unit's own texts — real evidence spans with
-quotes equal to the text they cite, code-point offsets — then ``POST
-/api/assignments/<id>/labels/`` (timed as *submit*).
+Builds a study of the demo's tuple codebook with ``--tuples`` tuples (imported through the
+import service, overlap 2) in its own database (``<database>_bench_labelling_<tuples>``,
+named after DATABASE_URL's database, never that database itself), with eight annotators and
+an API token each. Then starts gunicorn (production settings, ``--web-workers`` processes)
+and a Celery worker on that database, with the broker and the shared cache in
+CELERY_BROKER_URL's Redis database, and runs one phase per ``--annotators`` value: that many
+annotators, each in a thread with its own keep-alive connection, loop for ``--seconds``
+seconds as the annotation API's client (and the browser's form) does: ``POST
+/api/studies/<slug>/assignments/next/`` (timed as *next*), an annotation built from the
+unit's own texts — real evidence spans with quotes equal to the text they cite, code-point
+offsets — then ``POST /api/assignments/<id>/labels/`` (timed as *submit*).
 
 Reported per phase: p50/p95/p99 of next and submit, submits per second, errors (any
 answer other than 200/201, or a refused connection), duplicate assignments (a unit held by
@@ -107,12 +107,11 @@ def build(tuples: int) -> dict[str, float]:
     from audit.archive.models import Study
     from audit.archive.services import codebook_install_file, observations_import
     from audit.ledger.services import conformance_record
+    from audit.management.commands.load_demo import demo_files
     from bench.pages import build_file
 
     started = time.perf_counter()
-    codebook, _ = codebook_install_file(
-        path=ROOT / "fixtures" / "codebooks" / "source-risk-1.0.0.json"
-    )
+    codebook, _ = codebook_install_file(path=demo_files("tuple")[0])
     study = Study.objects.create(
         slug=SLUG, title=f"Labelling at {tuples} tuples", codebook=codebook, overlap=2
     )
@@ -252,7 +251,7 @@ def _span(texts: dict[str, str], snapshot: str, rng: random.Random, length: int)
 
 
 def annotation_for(unit: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """A source-risk annotation as the form builds it: every resolved predicate with a
+    """A tuple annotation as the form builds it: every resolved predicate with a
     span of the text it is about (the source for I, the answer for the others)."""
     texts = {
         "query": unit["query"]["text"],
@@ -767,7 +766,8 @@ def main(argv: list[str] | None = None) -> int:
             drop_database(database)
 
     summary = [
-        f"- study: {args.tuples:,} tuples (source-risk, overlap 2), PostgreSQL; gunicorn "
+        f"- study: {args.tuples:,} tuples (the demo's tuple codebook, overlap 2), PostgreSQL; "
+        "gunicorn "
         f"{args.web_workers} workers (production settings), one Celery worker of concurrency "
         f"{args.worker_concurrency}, broker and cache in Redis; the client threads in the "
         f"same machine; load average at the start {load[0]:.2f}",
