@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotator.adjudication import picks as picks_module
+from annotator.adjudication.final import OWN, EditError, final_view
 from annotator.errors import AnnotationError
 from annotator.labelling.models import Label, LabelKind, OutcomeWaiting, SightVia
 from annotator.labelling.selectors import label_record
@@ -418,24 +419,21 @@ def adjudication_submit(
     return label
 
 
-def adjudication_submit_picks(
-    *,
-    unit: Unit,
-    adjudicator: AbstractBaseUser,
-    picks: dict[str, str],
-    rationale: str,
-    client_submission_id: uuid.UUID | str,
-) -> Label:
-    """The final labels of a disputed unit of a format-2 codebook, from per-field picks:
-    ``picks[field code]`` is the record digest of the independent label whose value (with
-    its reason and evidence spans) the final record takes. A field on which the labels
-    differ must be picked; refusals name the field."""
-    unit = Unit.objects.select_related("study__codebook").get(pk=unit.pk)
-    definition = unit.study.codebook.definition or {}
+def adjudication_final_body(
+    *, unit: Unit, picks: dict[str, str], edits: dict[str, Any]
+) -> dict[str, Any]:
+    """The final label's judgment part, from the page's picks (field key -> the record
+    digest of an independent label, or "own") and edits: the engine view
+    (annotator.adjudication.final) written by the codebook's writer
+    (audit.contract.engine.annotation_from_view). Refusals name the field."""
+    engine = engine_of(unit.study.codebook.definition)
     heads = independent_heads(unit=unit)
     position = {head.record_digest: index for index, head in enumerate(heads)}
-    indices: dict[str, int] = {}
+    indices: dict[str, Any] = {}
     for code, digest in picks.items():
+        if digest == OWN:
+            indices[code] = OWN
+            continue
         if digest not in position:
             raise AdjudicationRefused(
                 f"{code}: the label picked is not one of this unit's latest independent "
@@ -443,10 +441,29 @@ def adjudication_submit_picks(
                 code="unknown_pick",
             )
         indices[code] = position[digest]
+    views = [engine_values(engine, head.annotation) for head in heads]
     try:
-        body = picks_module.final_from_picks(definition, [h.annotation for h in heads], indices)
+        view = final_view(engine, views, indices, edits)
     except picks_module.PickError as exc:
         raise AdjudicationRefused(exc.message, code="pick_missing") from None
+    except EditError as exc:
+        raise AdjudicationRefused(exc.message, code="bad_edits") from None
+    return annotation_from_view(engine, view)
+
+
+def adjudication_submit_picks(
+    *,
+    unit: Unit,
+    adjudicator: AbstractBaseUser,
+    picks: dict[str, str],
+    rationale: str,
+    client_submission_id: uuid.UUID | str,
+    edits: dict[str, Any] | None = None,
+) -> Label:
+    """The final label of a disputed unit, any codebook, from per-field picks and the
+    adjudicator's edits (:func:`adjudication_final_body`)."""
+    unit = Unit.objects.select_related("study__codebook").get(pk=unit.pk)
+    body = adjudication_final_body(unit=unit, picks=picks, edits=edits or {})
     return adjudication_submit(
         unit=unit,
         adjudicator=adjudicator,

@@ -23,11 +23,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.access import study_get_for_adjudicator, unit_get_for_adjudicator
-from annotator.adjudication.final import OWN, OWN_TYPES, EditError, final_view
-from annotator.adjudication.picks import PickError, differing_fields, documents_of, item_key
+from annotator.adjudication.final import OWN, OWN_TYPES
+from annotator.adjudication.picks import differing_fields, documents_of, item_key
 from annotator.adjudication.services import (
     AdjudicationRefused,
-    adjudication_submit,
+    adjudication_submit_picks,
     independent_heads,
 )
 from annotator.errors import AnnotationError
@@ -49,7 +49,6 @@ from audit.contract.claim_alignment import claims_aligned
 from audit.contract.engine import (
     ENGINE_FORMAT,
     Engine,
-    annotation_from_view,
     engine_of,
     engine_values,
 )
@@ -550,38 +549,6 @@ def _render_unit(request: HttpRequest, context: dict[str, Any], status: int = 20
     return render(request, "annotator/adjudicate_fields.html", context, status=status)
 
 
-def adjudication_final_body(
-    *, unit: Unit, picks: dict[str, str], edits: dict[str, Any]
-) -> dict[str, Any]:
-    """The final label's judgment part, from the page's picks (field key -> the record
-    digest of an independent label, or "own") and edits: the engine view
-    (annotator.adjudication.final) written by the codebook's writer
-    (audit.contract.engine.annotation_from_view). Refusals name the field."""
-    engine = engine_of(unit.study.codebook.definition)
-    heads = independent_heads(unit=unit)
-    position = {head.record_digest: index for index, head in enumerate(heads)}
-    indices: dict[str, Any] = {}
-    for code, digest in picks.items():
-        if digest == OWN:
-            indices[code] = OWN
-            continue
-        if digest not in position:
-            raise AdjudicationRefused(
-                f"{code}: the label picked is not one of this unit's latest independent "
-                "labels (a revision may have arrived): reload the page",
-                code="unknown_pick",
-            )
-        indices[code] = position[digest]
-    views = [engine_values(engine, head.annotation) for head in heads]
-    try:
-        view = final_view(engine, views, indices, edits)
-    except PickError as exc:
-        raise AdjudicationRefused(exc.message, code="pick_missing") from None
-    except EditError as exc:
-        raise AdjudicationRefused(exc.message, code="bad_edits") from None
-    return annotation_from_view(engine, view)
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
@@ -619,11 +586,11 @@ def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
         error = problems[0]
         return refused(error.code or "invalid", f"{name}: {' '.join(error.messages)}")
     try:
-        body = adjudication_final_body(unit=unit, picks=picked, edits=form.cleaned_data["edits"])
-        label = adjudication_submit(
+        label = adjudication_submit_picks(
             unit=unit,
             adjudicator=request.user,
-            annotation=body,
+            picks=picked,
+            edits=form.cleaned_data["edits"],
             rationale=form.cleaned_data["rationale"],
             client_submission_id=form.cleaned_data["client_submission_id"],
         )
