@@ -22,6 +22,13 @@ U_KEY = "u"
 OPTION_TYPES = frozenset({"choice", "grade", "verdict"})
 #: Set-level relations between the documents of a query_documents unit.
 RELATION_TYPES = frozenset({"links", "groups"})
+#: The claims editor's keys (static/js/claims.js), by action; a key the codebook gives a
+#: field goes to that field instead.
+CLAIM_ACTION_KEYS = {"add": "a", "quote": "q", "next": "n", "previous": "p", "verdicts": "v"}
+#: The claim verdicts that have a key and a label of their own (any other claim verdict is
+#: labelled by its code and reached with the mouse or Tab).
+CLAIM_VERDICT_KEYS = {"supported": "s", "accurate": "c"}
+CLAIM_VERDICT_LABELS = {"supported": "Supported by the quote", "accurate": "Accurate"}
 
 
 def panes_template(unit_kind: str) -> str:
@@ -64,9 +71,59 @@ def _option_rows(field: Field) -> list[dict[str, Any]]:
     return rows
 
 
+def claims_widget(
+    field: Field,
+    *,
+    format_version: int,
+    taken: Iterable[str] = (),
+    kind_labels: Mapping[str, str] | None = None,
+    reason_required: bool | None = None,
+) -> dict[str, Any]:
+    """How the claims editor (static/js/claims.js) edits a ``claims`` field: its kinds, its
+    claim verdicts, the claim shape it writes and its keys.
+
+    A format-2 claim cites its source by snapshot name (``source``: ``source:N``) and has
+    one key per claim verdict; a format-1 claim (the engine's claims field of a format-1
+    answer codebook) cites it by digest (``source_digest``) and keeps ``supported`` and
+    ``accurate``, and its answer-level ``supported`` verdict must equal the claims' summary
+    (the form warns; the server refuses a mismatch). ``taken`` are the keys the codebook
+    gives fields: an editor key among them is left to the field; ``kind_labels`` name the
+    kinds (format 2 names them by code); ``reason_required`` says whether a verifiable
+    claim needs a reason (default: as its format does: format 1 requires one unless the
+    codebook's ``reasons`` are optional, format 2 leaves it to people)."""
+    taken = {key.lower() for key in taken if key}
+    labels = kind_labels or {}
+    format1 = format_version == 1
+    return {
+        "shape": "format1" if format1 else "format2",
+        "source_key": "source_digest" if format1 else "source",
+        "kinds": [{"key": kind, "label": labels.get(kind, kind)} for kind in field.claim_kinds],
+        "verdicts": [
+            {
+                "code": code,
+                "label": CLAIM_VERDICT_LABELS.get(code, code),
+                "key": ""
+                if CLAIM_VERDICT_KEYS.get(code, "") in taken
+                else CLAIM_VERDICT_KEYS.get(code, ""),
+            }
+            for code in field.claim_verdicts
+        ],
+        # The "supported" summary of the claims, shown as the claims change.
+        "summary": "supported" in field.claim_verdicts,
+        # Format 1 refuses an answer-level "supported" that differs from the summary.
+        "summary_verdict": "supported" if format1 and "supported" in field.claim_verdicts else "",
+        "reason_required": format1 if reason_required is None else reason_required,
+        "keys": {
+            action: ("" if key in taken else key) for action, key in CLAIM_ACTION_KEYS.items()
+        },
+    }
+
+
 def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
     """Each field of a parsed format-2 codebook as the form renders it, in codebook order."""
     fields = []
+    taken = [field.key for field in codebook.fields if field.key]
+    claims_seen = False
     for field in codebook.fields:
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
@@ -98,6 +155,12 @@ def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
                 "step": "any" if field.step is None else field.step,
             }
         )
+        if field.type == "claims" and not claims_seen:
+            # One claims editor per form (its elements have ids of their own).
+            claims_seen = True
+            fields[-1]["claims"] = claims_widget(
+                field, format_version=codebook.format_version, taken=taken
+            )
     return fields
 
 
