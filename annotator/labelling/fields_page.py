@@ -355,6 +355,26 @@ def problem_field(
     return None
 
 
+_PATH_CLAIM = re.compile(r"^(?:annotation\.)?values\.([^.\[ ]+)\[(\d+)\]\.?(.*)$")
+
+
+def claim_message(path: str, annotation: Mapping[str, Any] | None, message: str) -> str:
+    """A problem inside one claim of a claims field, named by the claim's id (and the key
+    of the claim it concerns): "Claim c1, accurate: is missing". Other messages as given."""
+    match = _PATH_CLAIM.match(path or "")
+    if not match or not isinstance(annotation, Mapping):
+        return message
+    value = _mapping(annotation.get("values")).get(match.group(1))
+    index = int(match.group(2))
+    if not isinstance(value, list) or index >= len(value) or not isinstance(value[index], Mapping):
+        return message
+    claim_id = value[index].get("id")
+    if not isinstance(claim_id, str) or "span" not in value[index]:
+        return message
+    rest = match.group(3)
+    return f"Claim {claim_id}{', ' + rest if rest else ''}: {message}"
+
+
 _POSITIONS = re.compile(r"a document position from 0 to (\d+)")
 
 
@@ -383,6 +403,9 @@ def problems_by_field(
         item = dict(problem)
         if codes:
             item["message"] = readable_message(str(item.get("message") or ""))
+        item["message"] = claim_message(
+            str(item.get("path") or ""), annotation, str(item.get("message") or "")
+        )
         code = problem_field(str(item.get("path") or ""), annotation, codes)
         if code is None or code in codes:
             rest.append(item)

@@ -669,12 +669,16 @@
 
     // Registered before the generic form's own keys (fields.js), which skip a key handled here.
     document.addEventListener("keydown", function (event) {
-      if (event.defaultPrevented || (dialog && dialog.open)) {
+      if (dialog && dialog.open) {
         return;
       }
+      // Ctrl+Enter submits from anywhere, a choice too (whose plain Enter submit.js stops).
       if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
         event.preventDefault();
         form.requestSubmit(submitButton);
+        return;
+      }
+      if (event.defaultPrevented) {
         return;
       }
       if (event.ctrlKey || event.metaKey || event.altKey || core.isTyping(event.target)) {
