@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from audit.contract.codebook import Codebook, codebook_from_dict
+from audit.contract.engine import Engine
 from audit.contract.fields import Field
 
 #: The value a radio group sends for U (the annotation stores ``null``).
@@ -119,10 +120,18 @@ def claims_widget(
     }
 
 
-def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
-    """Each field of a parsed format-2 codebook as the form renders it, in codebook order."""
+def fields_for_page(
+    codebook: Codebook | Engine, *, kind_labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too)
+    as the form renders it, in codebook order; ``kind_labels`` name the claim kinds of a
+    claims field (format 1 has labels for them)."""
     fields = []
     taken = [field.key for field in codebook.fields if field.key]
+    # Format 1 requires a reason on a verifiable claim when it requires one on its verdicts.
+    claim_reasons = any(
+        field.type == "verdict" and field.reason == "required" for field in codebook.fields
+    )
     claims_seen = False
     for field in codebook.fields:
         options = _option_rows(field) if field.type in OPTION_TYPES else []
@@ -159,7 +168,11 @@ def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
             # One claims editor per form (its elements have ids of their own).
             claims_seen = True
             fields[-1]["claims"] = claims_widget(
-                field, format_version=codebook.format_version, taken=taken
+                field,
+                format_version=codebook.format_version,
+                taken=taken,
+                kind_labels=kind_labels,
+                reason_required=claim_reasons if codebook.format_version == 1 else None,
             )
     return fields
 

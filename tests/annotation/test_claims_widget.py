@@ -5,7 +5,17 @@ problems inside a claim named by the claim."""
 
 from __future__ import annotations
 
-from annotator.labelling.fields_page import claim_message, fields_for_page, problems_by_field
+import json
+from pathlib import Path
+
+from django.conf import settings
+
+from annotator.labelling.fields_page import (
+    claim_message,
+    claims_widget,
+    fields_for_page,
+    problems_by_field,
+)
 from audit.contract import codebook_from_dict
 from audit.contract.engine import engine_of
 from tests.browser.test_claims_field import CODEBOOK
@@ -53,8 +63,6 @@ def test_the_editor_leaves_a_key_the_codebook_gives_a_field_to_that_field():
 
 
 def test_a_format_1_claims_field_keeps_the_format_1_claim_shape():
-    from annotator.labelling.fields_page import claims_widget
-
     engine = engine_of(
         {
             "claimgate": "codebook",
@@ -94,3 +102,17 @@ def test_a_problem_inside_a_claim_names_the_claim():
     )
     assert by_field["claims"][0]["message"] == "Claim c1, accurate: is missing"
     assert rest == []
+
+
+def test_the_engine_of_a_format_1_answer_codebook_gives_the_editor_its_format_1_shape():
+    definition = json.loads(
+        (Path(settings.BASE_DIR) / "fixtures/codebooks/answer-claims-1.0.0.json").read_text()
+    )
+    labels = {kind["key"]: kind["label"] for kind in definition["claim_kinds"]}
+    widget = claims_of(fields_for_page(engine_of(definition), kind_labels=labels))
+    assert (widget["shape"], widget["source_key"]) == ("format1", "source_digest")
+    assert widget["summary_verdict"] == "supported"
+    assert widget["reason_required"] is (definition.get("reasons", "required") == "required")
+    assert [k["label"] for k in widget["kinds"]] == list(labels.values())
+    optional = {**definition, "reasons": "optional"}
+    assert claims_of(fields_for_page(engine_of(optional)))["reason_required"] is False
