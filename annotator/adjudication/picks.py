@@ -16,7 +16,11 @@ the same keys: one per unit-level field, one per (field, document).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from statistics import fmean
 from typing import Any
+
+from audit.contract.claim_alignment import claims_consensus
+from audit.contract.engine import Engine
 
 COMPARED_TYPES = frozenset({"choice", "grade", "verdict", "number", "date"})
 #: Set-level fields of a query_documents codebook, compared as sets of relations.
@@ -242,6 +246,33 @@ def consensus_fields(
             }
             for index, entry in enumerate(documents_of(first))
         ]
+    return body
+
+
+def consensus_view(engine: Engine, views: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The consensus of agreeing annotations in the engine's terms, for every codebook:
+    ``views`` are their engine views (audit.contract.engine.engine_values), in the order
+    whose reasons are joined (:attr:`Engine.consensus_order` says which the codebook keeps).
+
+    :func:`consensus_fields` of the views (the first view's values, reasons joined with
+    " | ", every evidence span once, per document the same), then: each claims field the
+    aligned claims of all (audit.contract.claim_alignment.claims_consensus, decided by
+    content), and each evidence dimension (format 1) the mean of the values. Views that
+    all have no values (a failed answer) give a view without values."""
+    if not views:
+        raise ValueError("a consensus needs at least one view")
+    if all(view.get("values") is None for view in views):
+        return {"values": None, "reasons": {}, "spans": []}
+    body = consensus_fields(engine.definition, views)
+    values = body["values"]
+    for field in engine.claims_fields:
+        if any(field.code in _values(view) for view in views):
+            values[field.code] = claims_consensus(
+                [_values(view).get(field.code) or [] for view in views]
+            )
+    for dimension in engine.dimensions:
+        if dimension.code in values:
+            values[dimension.code] = fmean(_values(view)[dimension.code] for view in views)
     return body
 
 

@@ -17,7 +17,6 @@ from annotator.errors import AnnotationError
 from annotator.labelling.models import Label, LabelKind, OutcomeWaiting, SightVia
 from annotator.labelling.selectors import label_record
 from annotator.labelling.services import (
-    FIELDS_FORMAT,
     LabelRefused,
     annotation_problems,
     labels_seen_record,
@@ -31,9 +30,15 @@ from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, record_build, unit_content, unit_contents_of
 from audit.archive.selectors import codebook_registry, codebook_registry_of
 from audit.contract import check_record
-from audit.contract.claim_alignment import claims_agree, claims_consensus
-from audit.contract.endpoint import VERDICTS
-from audit.contract.engine import Engine, compared_key, engine_of, engine_values, field_value
+from audit.contract.claim_alignment import claims_agree
+from audit.contract.engine import (
+    Engine,
+    annotation_from_view,
+    compared_key,
+    engine_of,
+    engine_values,
+    field_value,
+)
 from audit.ledger.chain import Outcome, ledger_append, ledger_append_many
 from audit.ledger.models import LedgerEntry
 from audit.queueing import LABEL_ADJUDICATED, queue_job
@@ -238,71 +243,32 @@ def _units_state_recompute(
     return created
 
 
-def _merge_spans(annotations: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    merged: dict[str, dict[tuple, dict[str, Any]]] = {}
-    for annotation in annotations:
-        for judgment, spans in (annotation.get("spans") or {}).items():
-            for span in spans:
-                key = (span["snapshot"], span["start"], span["end"])
-                merged.setdefault(judgment, {})[key] = span
-    return {
-        judgment: [spans[key] for key in sorted(spans)]
-        for judgment, spans in sorted(merged.items())
-    }
-
-
 def consensus_annotation(*, study: Study, heads: Sequence[Label]) -> dict[str, Any]:
-    """The consensus of agreeing labels: their shared judgments, every annotator's evidence
-    spans (deduplicated), the mean of each evidence value; for claims, one claim per
-    aligned row chosen by content (audit.contract.claim_alignment.claims_consensus, never
-    by submission order) and the shared verdicts, reasons joined in pseudonym order."""
+    """The consensus of agreeing labels, for every codebook on the engine: each label read
+    into the engine's view, the views' consensus (annotator.adjudication.picks
+    .consensus_view: the shared values, every evidence span once, evidence dimensions
+    averaged, claims aligned by content through claims_consensus, reasons joined in the
+    codebook's consensus order) written back as the codebook stores it
+    (audit.contract.engine.annotation_from_view)."""
+    engine = engine_of(study.codebook.definition, unit=study.codebook.unit)
     annotations = [label.annotation for label in heads]
     first = annotations[0]
-    common = {"kind": LabelKind.CONSENSUS.value, "annotator": "consensus", "assisted": None}
-    definition = study.codebook.definition or {}
-    if definition.get("format_version") == FIELDS_FORMAT:
-        body = {
-            **common,
-            **picks_module.consensus_fields(definition, annotations),
-            "rationale": None,
-        }
-        if "sides" in first:
-            # An answer pair's consensus nobody saw in an order of its own: it keeps the
-            # first label's sides (the mapping every pair record carries; its values and
-            # spans are roles, the same for every annotator).
-            body["sides"] = dict(first["sides"])
-        return body
-    if study.codebook.unit == CodebookUnit.TUPLE:
-        evidence = {
-            key: {
-                "value": fmean(a["evidence"][key]["value"] for a in annotations),
-                "weight": first["evidence"][key]["weight"],
-            }
-            for key in first["evidence"]
-        }
-        return {
-            **common,
-            "predicates": dict(first["predicates"]),
-            "passage_support": first["passage_support"],
-            "source_role": first["source_role"],
-            "spans": _merge_spans(annotations),
-            "evidence": evidence,
-            "rationale": None,
-        }
-    annotations = sorted(annotations, key=lambda a: str(a.get("annotator")))
-    first = annotations[0]
-    claims = claims_consensus([a.get("claims") or [] for a in annotations])
-    verdicts = {
-        key: {
-            "value": first["verdicts"][key]["value"],
-            "reason": " | ".join(
-                reason for a in annotations if (reason := a["verdicts"][key].get("reason"))
-            )
-            or None,
-        }
-        for key in VERDICTS
+    if engine.consensus_order == "annotator":
+        annotations = sorted(annotations, key=lambda a: str(a.get("annotator")))
+    view = picks_module.consensus_view(engine, [engine_values(engine, a) for a in annotations])
+    body = {
+        "kind": LabelKind.CONSENSUS.value,
+        "annotator": "consensus",
+        "assisted": None,
+        **annotation_from_view(engine, view),
+        "rationale": None,
     }
-    return {**common, "claims": claims, "verdicts": verdicts, "rationale": None}
+    if "sides" in first:
+        # An answer pair's consensus nobody saw in an order of its own: it keeps the first
+        # label's sides (the mapping every pair record carries; its values and spans are
+        # roles, the same for every annotator).
+        body["sides"] = dict(first["sides"])
+    return body
 
 
 def unit_state_recompute(*, unit: Unit) -> tuple[str, Label | None]:

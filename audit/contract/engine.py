@@ -34,8 +34,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from audit.contract import codes
 from audit.contract.codebook import PREDICATE_KEYS, codebook_from_dict
 from audit.contract.endpoint import VERDICTS
+from audit.contract.errors import ContractError, show
 from audit.contract.fields import CLAIM_KINDS, CLAIM_VERDICTS, Derived, Field, Option
 
 ENGINE_FORMAT = 2
@@ -72,6 +74,13 @@ class Engine:
     #: Derived values reported as reliability items (format 1 reports none: its seed-000
     #: report never had R_O as an item, and must not move).
     reported_derived: tuple[Derived, ...] = ()
+    #: Format 1's weight of each evidence dimension by code, as the codebook file writes it
+    #: (the stored annotation repeats it beside each value). Empty for format 2.
+    weights: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: In which order a consensus joins the agreeing annotators' reasons: ``"label"`` (the
+    #: labels' order, oldest first: format 2) or ``"annotator"`` (by pseudonym: format-1
+    #: answers, whose stored consensus records were always joined so).
+    consensus_order: str = "label"
 
     def field(self, code: str) -> Field:
         for item in self.fields:
@@ -282,6 +291,11 @@ def _format1_tuple(definition: Mapping[str, Any]) -> Engine:
     )
     for dimension in dimensions:
         paths[dimension.code] = ("evidence", dimension.code, "value")
+    weights = {
+        str(e["key"]): e["weight"]
+        for e in _entries(definition.get("evidence_dimensions"))
+        if "weight" in e
+    }
     endpoint = Derived(
         code=ENDPOINT,
         rule="R_O",
@@ -298,6 +312,7 @@ def _format1_tuple(definition: Mapping[str, Any]) -> Engine:
         reason_paths=MappingProxyType({}),
         dimensions=dimensions,
         item_labels=MappingProxyType(labels),
+        weights=MappingProxyType(weights),
     )
 
 
@@ -343,6 +358,7 @@ def _format1_answer(definition: Mapping[str, Any]) -> Engine:
         paths=MappingProxyType(paths),
         reason_paths=MappingProxyType(reasons),
         item_labels=MappingProxyType(labels),
+        consensus_order="annotator",
     )
 
 
@@ -430,3 +446,131 @@ def engine_values(engine: Engine, annotation: Mapping[str, Any]) -> dict[str, An
                 if isinstance(span, Mapping):
                     spans.append({"field": judgment, **span})
     return {"values": values, "reasons": reasons, "spans": spans}
+
+
+# --- writing a stored annotation ---------------------------------------------------------
+
+
+def annotation_from_view(engine: Engine, view: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored judgment part of an annotation from the engine's view (the inverse of
+    :func:`engine_values`): what the codebook stores, never ``kind``, ``annotator``,
+    ``assisted`` or ``rationale`` (nor an answer pair's ``sides``), which callers add.
+
+    * format 2: the view in canonical shape, ``values``, ``reasons`` and ``spans`` (and
+      ``documents`` when the view has them), new containers holding the view's entries;
+    * a format-1 tuple: ``predicates`` (the codebook's predicates the view gives, in
+      codebook order), ``passage_support`` and ``source_role`` (when given), ``spans`` by
+      judgment (only the judgments that have spans, in the order I, A, M, D,
+      passage_support; each span without its ``field``) and ``evidence`` (each dimension
+      the view gives with the codebook's weight);
+    * a format-1 answer: ``claims`` as the view has them and ``verdicts`` (each verdict
+      given, with its reason or ``null``); a failed answer (``values`` null) is
+      ``claims: []`` and ``verdicts: null``.
+
+    An absent value stays absent (never U). A view that is not an object, a value naming
+    no field of the codebook or a span naming no judgment that cites evidence raises
+    :class:`ContractError` naming the place."""
+    if not isinstance(view, Mapping):
+        raise ContractError(codes.INVALID_FIELD, f"the view must be an object, not {show(view)}")
+    values = view.get("values")
+    if values is not None and not isinstance(values, Mapping):
+        raise ContractError(
+            codes.INVALID_FIELD, f"view.values must be an object or null, not {show(values)}"
+        )
+    reasons = _view_part(view, "reasons", Mapping, "an object")
+    spans = _view_part(view, "spans", list, "a list")
+    if engine.format_version == ENGINE_FORMAT:
+        out: dict[str, Any] = {
+            "values": None if values is None else dict(values),
+            "reasons": dict(reasons or {}),
+            "spans": [dict(span) for span in _span_objects(spans)],
+        }
+        if "documents" in view:
+            documents = view["documents"]
+            out["documents"] = (
+                [dict(entry) if isinstance(entry, Mapping) else entry for entry in documents]
+                if isinstance(documents, list)
+                else documents
+            )
+        return out
+    if engine.unit == "answer":
+        return _answer_from_view(engine, values, reasons or {})
+    return _tuple_from_view(engine, values or {}, spans or [])
+
+
+def _view_part(view: Mapping[str, Any], key: str, kind: type, expected: str) -> Any:
+    part = view.get(key)
+    if part is not None and not isinstance(part, kind):
+        raise ContractError(codes.INVALID_FIELD, f"view.{key} must be {expected}, not {show(part)}")
+    return part
+
+
+def _span_objects(spans: Sequence[Any] | None) -> list[Mapping[str, Any]]:
+    out = []
+    for index, span in enumerate(spans or ()):
+        if not isinstance(span, Mapping):
+            raise ContractError(
+                codes.SPAN_MALFORMED, f"view.spans[{index}] must be an object, not {show(span)}"
+            )
+        out.append(span)
+    return out
+
+
+def _unknown_values(engine: Engine, values: Mapping[str, Any], known: Sequence[str]) -> None:
+    for code in values:
+        if code not in known:
+            raise ContractError(
+                codes.UNKNOWN_FIELD,
+                f"view.values.{code} is not a field of this {engine.unit} codebook "
+                f"(its fields: {', '.join(known)})",
+            )
+
+
+def _tuple_from_view(
+    engine: Engine, values: Mapping[str, Any], spans: Sequence[Any]
+) -> dict[str, Any]:
+    codes_known = [f.code for f in (*engine.fields, *engine.dimensions)]
+    _unknown_values(engine, values, codes_known)
+    predicates = {
+        f.code: values[f.code]
+        for f in engine.fields
+        if engine.paths[f.code][0] == "predicates" and f.code in values
+    }
+    out: dict[str, Any] = {"predicates": predicates}
+    for code in (PASSAGE_SUPPORT, SOURCE_ROLE):
+        if code in values:
+            out[code] = values[code]
+    by_judgment: dict[str, list[dict[str, Any]]] = {}
+    for index, span in enumerate(_span_objects(spans)):
+        judgment = span.get("field")
+        if judgment not in SPAN_JUDGMENTS:
+            raise ContractError(
+                codes.SPAN_MALFORMED,
+                f"view.spans[{index}].field is {show(judgment)}; evidence spans belong to "
+                f"{', '.join(SPAN_JUDGMENTS)}",
+            )
+        by_judgment.setdefault(judgment, []).append(
+            {key: value for key, value in span.items() if key != "field"}
+        )
+    out["spans"] = {j: by_judgment[j] for j in SPAN_JUDGMENTS if j in by_judgment}
+    out["evidence"] = {
+        d.code: {"value": values[d.code], "weight": engine.weights.get(d.code, 0.0)}
+        for d in engine.dimensions
+        if d.code in values
+    }
+    return out
+
+
+def _answer_from_view(
+    engine: Engine, values: Mapping[str, Any] | None, reasons: Mapping[str, Any]
+) -> dict[str, Any]:
+    if values is None:
+        return {"claims": [], "verdicts": None}
+    _unknown_values(engine, values, [f.code for f in engine.fields])
+    claims = values.get(CLAIMS)
+    verdicts = {
+        f.code: {"value": values[f.code], "reason": reasons.get(f.code)}
+        for f in engine.fields
+        if f.type == "verdict" and f.code in values
+    }
+    return {"claims": [] if claims is None else claims, "verdicts": verdicts}
