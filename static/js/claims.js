@@ -667,6 +667,16 @@
       });
     }).observe(list, { childList: true });
 
+    /** Whether `key` chooses an option of the generic form's field that has the focus
+     * (as its key leaves it): there, the option's key wins. */
+    function optionKey(target, key) {
+      const own = list.closest("fieldset.judgment");
+      const field = target && target.closest ? target.closest("fieldset.judgment") : null;
+      return Boolean(
+        field && field !== own && field.querySelector('input[type="radio"][data-key="' + CSS.escape(key) + '"]')
+      );
+    }
+
     // Registered before the generic form's own keys (fields.js), which skip a key handled here.
     document.addEventListener("keydown", function (event) {
       if (dialog && dialog.open) {
@@ -690,7 +700,7 @@
         openShortcuts();
         return;
       }
-      if (hooks.failed) {
+      if (hooks.failed || optionKey(event.target, key)) {
         return;
       }
       const claim = currentClaim();

@@ -55,6 +55,23 @@ CODEBOOK = {
             "claim_verdicts": ["supported", "accurate", "current"],
         },
         {
+            "code": "register",
+            "type": "choice",
+            "label": "Register",
+            "definition": "How the answer speaks.",
+            "key": "r",
+            # Option keys that are claims keys too (next / previous claim): in the
+            # field, the option's key wins.
+            "choices": [
+                {"code": "neutral", "label": "Neutral", "key": "n"},
+                {"code": "promotional", "label": "Promotional", "key": "p"},
+            ],
+            "allow_u": False,
+            "reason": "none",
+            "evidence": "none",
+            "level": "nominal",
+        },
+        {
             "code": "trustworthy",
             "type": "verdict",
             "label": "Trustworthy",
@@ -158,6 +175,7 @@ def test_two_annotators_label_claims_by_mouse_and_keyboard(
     opinion.locator("select.claim-kind").select_option("not_truth_apt")
     expect(opinion.locator('input[name="claim-c2-current"][value="null"]')).to_be_disabled()
     expect(page.locator("#claims-summary-value")).to_have_text("true")
+    page.check('input[name="field-register"][value="neutral"]')
     page.check('input[name="field-trustworthy"][value="true"]')
     page.click("#submit-label")
     expect(page.locator("body")).to_contain_text("Label submitted")
@@ -188,6 +206,7 @@ def test_two_annotators_label_claims_by_mouse_and_keyboard(
                 "reason": None,
             },
         ],
+        "register": "neutral",
         "trustworthy": True,
     }
     assert checked_record(label_a).supported is True  # the derived claims_summary
@@ -219,6 +238,16 @@ def test_two_annotators_label_claims_by_mouse_and_keyboard(
         page2.keyboard.press("c")
         page2.keyboard.press("f")
         expect(claim.locator('input[name="claim-c1-accurate"][value="false"]')).to_be_checked()
+        # r goes to the register field, where p chooses "promotional" (not the previous
+        # claim); n outside it goes to the next claim again.
+        page2.keyboard.press("r")
+        page2.keyboard.press("p")
+        expect(page2.locator('input[name="field-register"][value="promotional"]')).to_be_checked()
+        page2.keyboard.press("Escape")
+        page2.evaluate("() => document.activeElement.blur()")
+        page2.keyboard.press("n")
+        expect(claim).to_have_class(re.compile(r"\bis-current\b"))
+        expect(claim).to_be_focused()
         # v goes to the answer-level verdict; u sets it to U.
         page2.keyboard.press("v")
         expect(page2.locator('fieldset[data-field="trustworthy"]')).to_have_class(
@@ -261,6 +290,7 @@ def test_two_annotators_label_claims_by_mouse_and_keyboard(
                 "reason": None,
             }
         ],
+        "register": "promotional",
         "trustworthy": None,
     }
     assert checked_record(label_b).supported is True
