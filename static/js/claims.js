@@ -130,10 +130,6 @@
 
     // --- one claim's element -------------------------------------------------------------
 
-    function claimNode(id) {
-      return list.querySelector('.claim[data-claim-id="' + CSS.escape(id) + '"]');
-    }
-
     function buildClaim(claim) {
       const node = template.content.firstElementChild.cloneNode(true);
       const id = claim.id;
@@ -744,7 +740,6 @@
       marks: marks,
       marksKey: marksKey,
       highlight: highlight,
-      claimNode: claimNode,
     };
   }
 
