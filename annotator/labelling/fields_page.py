@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from audit.contract.codebook import Codebook
 from audit.contract.engine import ABSENT, Engine, engine_of, engine_values, value_at
 from audit.contract.fields import Field
 
@@ -23,6 +24,13 @@ U_KEY = "u"
 OPTION_TYPES = frozenset({"choice", "grade", "verdict"})
 #: Set-level relations between the documents of a query_documents unit.
 RELATION_TYPES = frozenset({"links", "groups"})
+#: The claims editor's keys (static/js/claims.js), by action; a key the codebook gives a
+#: field goes to that field instead.
+CLAIM_ACTION_KEYS = {"add": "a", "quote": "q", "next": "n", "previous": "p", "verdicts": "v"}
+#: The claim verdicts that have a key and a label of their own (any other claim verdict is
+#: labelled by its code and reached with the mouse or Tab).
+CLAIM_VERDICT_KEYS = {"supported": "s", "accurate": "c"}
+CLAIM_VERDICT_LABELS = {"supported": "Supported by the quote", "accurate": "Accurate"}
 
 
 def panes_template(unit_kind: str) -> str:
@@ -100,10 +108,69 @@ def _range_step(field: Field) -> float | None:
     return round((high - low) / 20, 12) or None
 
 
-def fields_for_page(fields_given: Sequence[Field]) -> list[dict[str, Any]]:
-    """Each engine field as the form renders it, in the order given."""
+def claims_widget(
+    field: Field,
+    *,
+    format_version: int,
+    taken: Iterable[str] = (),
+    kind_labels: Mapping[str, str] | None = None,
+    reason_required: bool | None = None,
+) -> dict[str, Any]:
+    """How the claims editor (static/js/claims.js) edits a ``claims`` field: its kinds, its
+    claim verdicts, the claim shape it writes and its keys.
+
+    A format-2 claim cites its source by snapshot name (``source``: ``source:N``) and has
+    one key per claim verdict; a format-1 claim (the engine's claims field of a format-1
+    answer codebook) cites it by digest (``source_digest``) and keeps ``supported`` and
+    ``accurate``, and its answer-level ``supported`` verdict must equal the claims' summary
+    (the form warns; the server refuses a mismatch). ``taken`` are the keys the codebook
+    gives fields: an editor key among them is left to the field; ``kind_labels`` name the
+    kinds (format 2 names them by code); ``reason_required`` says whether a verifiable
+    claim needs a reason (default: as its format does: format 1 requires one unless the
+    codebook's ``reasons`` are optional, format 2 leaves it to people)."""
+    taken = {key.lower() for key in taken if key}
+    labels = kind_labels or {}
+    format1 = format_version == 1
+    return {
+        "shape": "format1" if format1 else "format2",
+        "source_key": "source_digest" if format1 else "source",
+        "kinds": [{"key": kind, "label": labels.get(kind, kind)} for kind in field.claim_kinds],
+        "verdicts": [
+            {
+                "code": code,
+                "label": CLAIM_VERDICT_LABELS.get(code, code),
+                "key": ""
+                if CLAIM_VERDICT_KEYS.get(code, "") in taken
+                else CLAIM_VERDICT_KEYS.get(code, ""),
+            }
+            for code in field.claim_verdicts
+        ],
+        # The "supported" summary of the claims, shown as the claims change.
+        "summary": "supported" in field.claim_verdicts,
+        # Format 1 refuses an answer-level "supported" that differs from the summary.
+        "summary_verdict": "supported" if format1 and "supported" in field.claim_verdicts else "",
+        "reason_required": format1 if reason_required is None else reason_required,
+        "keys": {
+            action: ("" if key in taken else key) for action, key in CLAIM_ACTION_KEYS.items()
+        },
+    }
+
+
+def fields_for_page(
+    codebook: Codebook | Engine, *, kind_labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too:
+    its evidence dimensions after its judgments, as number fields) as the form renders
+    it, in codebook order; ``kind_labels`` name the claim kinds of a claims field (format
+    1 has labels for them)."""
     fields = []
-    for field in fields_given:
+    taken = [field.key for field in codebook.fields if field.key]
+    # Format 1 requires a reason on a verifiable claim when it requires one on its verdicts.
+    claim_reasons = any(
+        field.type == "verdict" and field.reason == "required" for field in codebook.fields
+    )
+    claims_seen = False
+    for field in (*codebook.fields, *getattr(codebook, "dimensions", ())):
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
             options.append(
@@ -140,7 +207,27 @@ def fields_for_page(fields_given: Sequence[Field]) -> list[dict[str, Any]]:
                 "range_step": _range_step(field),
             }
         )
+        if field.type == "claims" and not claims_seen:
+            # One claims editor per form (its elements have ids of their own).
+            claims_seen = True
+            fields[-1]["claims"] = claims_widget(
+                field,
+                format_version=codebook.format_version,
+                taken=taken,
+                kind_labels=kind_labels,
+                reason_required=claim_reasons if codebook.format_version == 1 else None,
+            )
     return fields
+
+
+def _kind_labels(definition: Mapping[str, Any]) -> dict[str, str]:
+    """The labels a codebook gives its claim kinds (format 1's ``claim_kinds``)."""
+    kinds = definition.get("claim_kinds")
+    return {
+        str(kind["key"]): str(kind.get("label") or kind["key"])
+        for kind in (kinds if isinstance(kinds, list) else [])
+        if isinstance(kind, Mapping) and "key" in kind
+    }
 
 
 def codebook_fields_for_page(
@@ -158,7 +245,7 @@ def codebook_fields_for_page(
         "title": definition.get("title"),
         "description": definition.get("description"),
         "format_version": engine.format_version,
-        "fields": fields_for_page((*engine.fields, *engine.dimensions)),
+        "fields": fields_for_page(engine, kind_labels=_kind_labels(definition)),
         "derived": [
             {"code": item.code, "rule": item.rule, "label": item.label or item.code}
             for item in engine.derived
@@ -396,6 +483,26 @@ def problem_field(
     return None
 
 
+_PATH_CLAIM = re.compile(r"^(?:annotation\.)?values\.([^.\[ ]+)\[(\d+)\]\.?(.*)$")
+
+
+def claim_message(path: str, annotation: Mapping[str, Any] | None, message: str) -> str:
+    """A problem inside one claim of a claims field, named by the claim's id (and the key
+    of the claim it concerns): "Claim c1, accurate: is missing". Other messages as given."""
+    match = _PATH_CLAIM.match(path or "")
+    if not match or not isinstance(annotation, Mapping):
+        return message
+    value = _mapping(annotation.get("values")).get(match.group(1))
+    index = int(match.group(2))
+    if not isinstance(value, list) or index >= len(value) or not isinstance(value[index], Mapping):
+        return message
+    claim_id = value[index].get("id")
+    if not isinstance(claim_id, str) or "span" not in value[index]:
+        return message
+    rest = match.group(3)
+    return f"Claim {claim_id}{', ' + rest if rest else ''}: {message}"
+
+
 _POSITIONS = re.compile(r"a document position from 0 to (\d+)")
 
 
@@ -424,6 +531,9 @@ def problems_by_field(
         item = dict(problem)
         if codes:
             item["message"] = readable_message(str(item.get("message") or ""))
+        item["message"] = claim_message(
+            str(item.get("path") or ""), annotation, str(item.get("message") or "")
+        )
         code = problem_field(str(item.get("path") or ""), annotation, codes)
         if code is None or code in codes:
             rest.append(item)

@@ -26,6 +26,19 @@
     fields.forEach(function (field) {
       byCode[field.code] = field;
     });
+    // A field type with an editor of its own (claims.js: window.ClaimgateFieldWidgets) is
+    // edited by it: it reads and writes the field's value, names what the value still
+    // needs and marks the texts; registered first, its keys go before the form's.
+    const widgets = {};
+    const makers = window.ClaimgateFieldWidgets || {};
+    fields.forEach(function (field) {
+      if (field.placement !== "document" && makers[field.type]) {
+        const widget = makers[field.type](core, field, fields);
+        if (widget) {
+          widgets[field.code] = widget;
+        }
+      }
+    });
     const isDocuments = codebook.unit === "query_documents";
     const nDocuments = isDocuments ? Number(core.data.documents || 0) : 0;
     const RELATIONS = { links: true, groups: true };
@@ -52,7 +65,10 @@
     });
     let activeDocument = 0;
     const rationale = form.querySelector('textarea[name="rationale"]');
-    const toolbar = document.getElementById("span-toolbar");
+    // The toolbar is there when a field takes evidence spans.
+    const toolbar = document.querySelector("#span-toolbar button[data-attach]")
+      ? document.getElementById("span-toolbar")
+      : null;
     const snapshotNames = {};
     core.snapshots.forEach(function (snapshot) {
       snapshotNames[snapshot.kind] = true;
@@ -63,7 +79,7 @@
     let highlighted = null;
 
     function fieldset(code) {
-      return form.querySelector('fieldset[data-field="' + code + '"]');
+      return form.querySelector('fieldset.judgment[data-field="' + code + '"]');
     }
 
     function uBox(code) {
@@ -80,6 +96,9 @@
     }
 
     function readValue(slot) {
+      if (widgets[slot.code]) {
+        return widgets[slot.code].read();
+      }
       const field = slot.field;
       const name = "field-" + slot.code;
       if (field.type === "choice" || field.type === "grade" || field.type === "verdict") {
@@ -118,6 +137,10 @@
     }
 
     function writeValue(slot, present, value) {
+      if (widgets[slot.code]) {
+        widgets[slot.code].write(present, value);
+        return;
+      }
       const field = slot.field;
       const name = "field-" + slot.code;
       if (field.type === "choice" || field.type === "grade" || field.type === "verdict") {
@@ -270,7 +293,13 @@
     }
 
     function toAnnotation(state) {
-      const annotation = { values: state.values, reasons: state.reasons, spans: state.spans, rationale: state.rationale };
+      const values = Object.assign({}, state.values);
+      Object.keys(widgets).forEach(function (code) {
+        if (code in values) {
+          values[code] = widgets[code].toValue(values[code]);
+        }
+      });
+      const annotation = { values: values, reasons: state.reasons, spans: state.spans, rationale: state.rationale };
       if (isDocuments) {
         annotation.documents = state.documents;
       }
@@ -308,6 +337,9 @@
         const part = slotPart(state, slot);
         const name = slotName(slot);
         const present = field.code in part.values;
+        if (widgets[slot.code]) {
+          found.push.apply(found, widgets[slot.code].problems(present ? part.values[field.code] : [], state));
+        }
         if (field.required && !present && field.type !== "spans") {
           found.push(name + ": give a value" + (field.allow_u ? " or U." : "."));
         }
@@ -491,7 +523,13 @@
           range.value = String(value);
         }
       });
-      const key = JSON.stringify(spans);
+      const widgetKeys = [];
+      Object.keys(widgets).forEach(function (code) {
+        const value = Array.isArray(state.values[code]) ? state.values[code] : [];
+        widgets[code].refresh(value, state);
+        widgetKeys.push(widgets[code].marksKey(value));
+      });
+      const key = JSON.stringify(spans) + JSON.stringify(widgetKeys);
       if (key === highlighted) {
         return;
       }
@@ -519,6 +557,10 @@
               title: byCode[span.field].label,
             });
           }
+        });
+        Object.keys(widgets).forEach(function (code) {
+          const value = Array.isArray(state.values[code]) ? state.values[code] : [];
+          marks.push.apply(marks, widgets[code].marks(snapshot, value));
         });
         return marks;
       });
@@ -660,7 +702,7 @@
         markDocument(Number(card.dataset.document));
         // A click on the document outside its fields leaves the field last used: the
         // next key is a field's key again (a grade's "u" would otherwise choose U there).
-        if (event.type === "mousedown" && !event.target.closest("fieldset[data-field]")) {
+        if (event.type === "mousedown" && !event.target.closest("fieldset.judgment[data-field]")) {
           active = null;
           form.querySelectorAll("fieldset.is-active").forEach(function (node) {
             node.classList.remove("is-active");
@@ -673,7 +715,7 @@
 
     function activate(code) {
       active = code;
-      form.querySelectorAll("fieldset[data-field]").forEach(function (node) {
+      form.querySelectorAll("fieldset.judgment[data-field]").forEach(function (node) {
         node.classList.toggle("is-active", node.dataset.field === code);
       });
       const node = fieldset(code);
@@ -703,7 +745,7 @@
         }
         return;
       }
-      const focused = event.target.closest && event.target.closest("fieldset[data-field]");
+      const focused = event.target.closest && event.target.closest("fieldset.judgment[data-field]");
       const code = focused ? focused.dataset.field : active;
       if (code) {
         const option = fieldset(code).querySelector('input[type="radio"][data-key="' + CSS.escape(key) + '"]');
