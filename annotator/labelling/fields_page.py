@@ -39,13 +39,6 @@ def panes_template(unit_kind: str) -> str:
     return f"annotator/panes/{unit_kind}.html"
 
 
-def on_generic_form(definition: Mapping[str, Any] | None) -> bool:
-    """Whether the codebook is annotated with the generic form (every codebook but
-    format 1's answer-claims, whose claims editor is not a field widget yet)."""
-    engine = engine_of(definition)
-    return engine.format_version != 1 or engine.unit != "answer"
-
-
 def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
     """A codebook of format 2: one that declares its fields."""
     return isinstance(definition, Mapping) and definition.get("format_version") == 2
@@ -220,14 +213,18 @@ def fields_for_page(
     return fields
 
 
-def _kind_labels(definition: Mapping[str, Any]) -> dict[str, str]:
-    """The labels a codebook gives its claim kinds (format 1's ``claim_kinds``)."""
+def _claim_kinds(definition: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The claim kinds a codebook names and defines (format 1's ``claim_kinds``)."""
     kinds = definition.get("claim_kinds")
-    return {
-        str(kind["key"]): str(kind.get("label") or kind["key"])
+    return [
+        {
+            "key": str(kind["key"]),
+            "label": str(kind.get("label") or kind["key"]),
+            "definition": str(kind.get("definition") or ""),
+        }
         for kind in (kinds if isinstance(kinds, list) else [])
         if isinstance(kind, Mapping) and "key" in kind
-    }
+    ]
 
 
 def codebook_fields_for_page(
@@ -238,6 +235,7 @@ def codebook_fields_for_page(
     values. Only what annotators may see: an evidence dimension's weight makes the review
     priority and is never on a page."""
     engine = engine or engine_of(definition)
+    kinds = _claim_kinds(definition)
     return {
         "name": definition.get("name"),
         "version": definition.get("version"),
@@ -245,7 +243,10 @@ def codebook_fields_for_page(
         "title": definition.get("title"),
         "description": definition.get("description"),
         "format_version": engine.format_version,
-        "fields": fields_for_page(engine, kind_labels=_kind_labels(definition)),
+        "fields": fields_for_page(
+            engine, kind_labels={kind["key"]: kind["label"] for kind in kinds}
+        ),
+        "claim_kinds": kinds,
         "derived": [
             {"code": item.code, "rule": item.rule, "label": item.label or item.code}
             for item in engine.derived
