@@ -8,11 +8,12 @@ units they adjudicate, named by pseudonym; never a username.
 
 from __future__ import annotations
 
-import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from statistics import fmean
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -22,41 +23,36 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.access import study_get_for_adjudicator, unit_get_for_adjudicator
-from annotator.adjudication.picks import differing_fields, documents_of, item_key
+from annotator.adjudication.final import OWN, OWN_TYPES, EditError, final_view
+from annotator.adjudication.picks import PickError, differing_fields, documents_of, item_key
 from annotator.adjudication.services import (
     AdjudicationRefused,
     adjudication_submit,
-    adjudication_submit_picks,
     independent_heads,
 )
 from annotator.errors import AnnotationError
 from annotator.labelling.fields_page import (
-    codebook_fields_for_page,
     document_cards,
-    is_fields_codebook,
+    fields_for_page,
     panes_template,
     span_document,
     spans_of,
     value_text,
 )
-from annotator.labelling.forms import (
-    SubmitForm,
-    TextField,
-    annotation_for_page,
-    codebook_for_page,
-)
+from annotator.labelling.forms import TextField, _json_object
 from annotator.labelling.models import Assignment, Label, LabelKind, SightVia
 from annotator.labelling.pair_page import annotation_seen, pair_sides_shown
-from annotator.labelling.services import (
-    LabelRefused,
-    _annotation_from_input,
-    labels_seen_record,
-    pair_sides_draw,
-)
+from annotator.labelling.services import LabelRefused, labels_seen_record, pair_sides_draw
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
-from audit.archive.records import UnitContent, unit_content
+from audit.archive.records import unit_content
 from audit.contract.claim_alignment import claims_aligned
-from audit.contract.engine import ABSENT, Engine, engine_of, engine_values, field_value, value_at
+from audit.contract.engine import (
+    ENGINE_FORMAT,
+    Engine,
+    annotation_from_view,
+    engine_of,
+    engine_values,
+)
 from audit.contract.errors import ContractError
 from audit.contract.texts import loads_checked
 
@@ -153,40 +149,7 @@ def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "annotator/adjudicate_queue.html", context)
 
 
-# --- the side-by-side page ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cell:
-    """What one column says about one field: a text, or a list (spans, claims)."""
-
-    text: str = ""
-    items: list[dict[str, Any]] = field(default_factory=list)
-    missing: bool = False
-
-
-@dataclass(frozen=True)
-class Row:
-    """One field of the annotation across the columns. ``kind`` says which input the
-    adjudicator's own value takes; spans rows follow their judgment's pick."""
-
-    field: str
-    label: str
-    kind: str
-    cells: list[Cell]
-    differs: bool
-    final: Cell | None = None
-    follows: str | None = None  # for spans rows: the judgment field they belong to
-
-    @property
-    def pickable(self) -> bool:
-        return self.kind not in {"spans", "note"}
-
-
-def _judgment_text(value: Any) -> str:
-    if value is None:
-        return "U"
-    return str(value)
+# --- the side-by-side page: every codebook, from its engine fields -----------------------
 
 
 def _verdict_text(value: Any) -> str:
@@ -197,139 +160,17 @@ def _verdict_text(value: Any) -> str:
     return "unknown"
 
 
-def _differs(values: list[Any]) -> bool:
-    return len({json.dumps(value, sort_keys=True) for value in values}) > 1
-
-
-def _span_key(span: dict[str, Any]) -> tuple:
-    return (span.get("snapshot"), span.get("start"), span.get("end"))
-
-
-def _spans_cells(lists: list[list[dict[str, Any]]]) -> tuple[list[Cell], bool]:
-    keys = [{_span_key(span) for span in spans} for spans in lists]
-    shared = set.intersection(*keys) if keys else set()
-    cells = [
-        Cell(
-            text=f"{len(spans)} span{'s' if len(spans) != 1 else ''}",
-            items=[
-                {**span, "only_here": _span_key(span) not in shared}
-                for span in sorted(spans, key=_span_key)
-            ],
-        )
-        for spans in lists
-    ]
-    return cells, len({frozenset(k) for k in keys}) > 1
-
-
-def _value_cell(annotation: dict[str, Any] | None, get: Any, show: Any) -> tuple[Cell, Any]:
-    if annotation is None:
-        return Cell(), None
-    try:
-        value = get(annotation)
-    except (KeyError, TypeError, AttributeError):
-        return Cell(text="not answered", missing=True), None
-    return Cell(text=show(value)), value
-
-
-def _note_row(annotations: list[dict[str, Any]]) -> Row:
-    """Each annotator's own rationale: shown to the adjudicator, never taken over."""
-    cells = [
-        Cell(text=str(a.get("rationale") or "—"), missing=not a.get("rationale"))
-        for a in annotations
-    ]
-    return Row("note", "Annotator’s rationale", "note", cells, differs=False)
-
-
-def _engine_rows(
-    engine: Engine,
-    annotations: list[dict[str, Any]],
-    final: dict[str, Any] | None,
-) -> list[Row]:
-    """One row per compared field of the codebook (audit.contract.engine), in codebook
-    order, each judgment with a span row when its field cites evidence; then the evidence
-    dimensions and the annotators' rationales. ``annotations`` and ``final`` are stored
-    annotations. Rows are named as the page's script knows them: ``pred-I`` for an input
-    of R_O, ``verdict-cited``, ``evidence-d_Q``, else the field's code."""
-    rows: list[Row] = []
-    predicates = {code for d in engine.derived if d.rule == "R_O" for code in d.inputs}
-    views = [engine_values(engine, annotation) for annotation in annotations]
-    final_view = engine_values(engine, final) if final is not None else None
-
-    def value_cell(annotation: dict[str, Any], code: str, show: Any) -> tuple[Cell, Any]:
-        value = value_at(annotation, engine.paths[code])
-        if value is ABSENT:
-            return Cell(text="not answered", missing=True), None
-        reason = engine.reason_paths.get(code)
-        items = [] if reason is None else [{"reason": field_value_reason(annotation, reason)}]
-        return Cell(text=show(value), items=items), value
-
-    def add(name: str, label: str, kind: str, code: str, show: Any) -> None:
-        pairs = [value_cell(annotation, code, show) for annotation in annotations]
-        final_cell = value_cell(final, code, show)[0] if final is not None else None
-        differs = _differs([value for _, value in pairs])
-        rows.append(Row(name, label, kind, [cell for cell, _ in pairs], differs, final_cell))
-
-    def spans_for(view: dict[str, Any], code: str) -> list[dict[str, Any]]:
-        return [
-            {k: v for k, v in span.items() if k != "field"}
-            for span in view["spans"]
-            if span.get("field") == code
-        ]
-
-    def add_spans(code: str, label: str, follows: str) -> None:
-        cells, differs = _spans_cells([spans_for(view, code) for view in views])
-        final_cell = None
-        if final_view is not None:
-            final_cell = _spans_cells([spans_for(final_view, code)])[0][0]
-        name = f"Spans for {label}"
-        rows.append(Row(f"spans-{code}", name, "spans", cells, differs, final_cell, follows))
-
-    for item in engine.value_fields:
-        code = item.code
-        if item.type == "verdict":
-            add(f"verdict-{code}", item.label, "verdict", code, _verdict_text)
-            continue
-        if item.type == "choice":
-            labels = {option.code: option.label for option in item.options}
-            add(code, item.label, "role", code, lambda v, labels=labels: labels.get(v, str(v)))
-            continue
-        predicate = code in predicates
-        name = f"pred-{code}" if predicate else code
-        add(
-            name,
-            f"{code} · {item.label}" if predicate else item.label,
-            "judgment",
-            code,
-            _judgment_text,
-        )
-        if item.evidence != "none":
-            add_spans(code, code if predicate else item.label, name)
-    for item in engine.dimensions:
-        add(
-            f"evidence-{item.code}",
-            item.label,
-            "evidence",
-            item.code,
-            lambda value: "—" if value is None else f"{float(value):g}",
-        )
-    rows.append(_note_row(annotations))
-    return rows
-
-
-def field_value_reason(annotation: dict[str, Any], path: tuple[str, ...]) -> str:
-    reason = value_at(annotation, path)
-    return reason if isinstance(reason, str) and reason else ""
-
-
-def _claim_item(claim: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
+def _claim_item(claim: dict[str, Any], sources: dict[str, str], verdicts: Any) -> dict[str, Any]:
     quote = claim.get("quote_span") or None
+    source = claim.get("source_digest")
+    if source is None and isinstance(claim.get("source"), int):
+        source = f"source:{claim['source']}"
     return {
         "id": claim.get("id"),
         "span": claim.get("span") or {},
         "quote_span": quote,
-        "source": sources.get(claim.get("source_digest") or "", "no source"),
-        "supported": _verdict_text(claim.get("supported")),
-        "accurate": _verdict_text(claim.get("accurate")),
+        "source": sources.get(source or "", "no source"),
+        "verdicts": [(name, _verdict_text(claim.get(name))) for name in verdicts],
         "kind": claim.get("kind"),
         "reason": claim.get("reason") or "",
     }
@@ -342,7 +183,9 @@ CLAIM_ROW_WHY = {
 }
 
 
-def _claim_rows(claims: list[list[Any]], sources: dict[str, str]) -> list[dict[str, Any]]:
+def _claim_rows(
+    claims: list[list[Any]], sources: dict[str, str], verdicts: Any
+) -> list[dict[str, Any]]:
     """The annotators' claims (one list per column) aligned by answer span
     (audit.contract.claim_alignment), one row per aligned group: per column the claims in
     it, each with the key ``column:index`` by which the page keeps it."""
@@ -353,7 +196,10 @@ def _claim_rows(claims: list[list[Any]], sources: dict[str, str]) -> list[dict[s
             "why": CLAIM_ROW_WHY.get(row.why or "", ""),
             "cells": [
                 [
-                    {**_claim_item(lists[column][index], sources), "key": f"{column}:{index}"}
+                    {
+                        **_claim_item(lists[column][index], sources, verdicts),
+                        "key": f"{column}:{index}",
+                    }
                     for index in indexes
                 ]
                 for column, indexes in enumerate(row.members)
@@ -363,203 +209,15 @@ def _claim_rows(claims: list[list[Any]], sources: dict[str, str]) -> list[dict[s
     ]
 
 
-def _texts(content: UnitContent) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    texts = {"query": content.query["text"], "answer": content.answer["text"]}
-    if content.codebook_unit == CodebookUnit.TUPLE:
-        texts["source"] = content.source["text"]
-        return texts, []
-    sources = [
-        {
-            "index": index,
-            "digest": source["digest"],
-            "label": f"Source {index + 1}",
-            "url": source["canonical_url"] or source["original_url"],
-            "text": source["text"],
-            "rank": source.get("rank"),
-            "collected_at": source.get("collected_at"),
-        }
-        for index, source in enumerate(content.sources)
-    ]
-    return texts, sources
-
-
-def _page_context(
-    unit: Unit,
-    *,
-    client_submission_id: str | None = None,
-    restored: dict[str, Any] | None = None,
-    rationale: str = "",
-    error: tuple[str, str] | None = None,
-) -> dict[str, Any]:
-    study = unit.study
-    codebook = codebook_for_page(study.codebook.definition)
-    content = unit_content(unit=unit)
-    texts, sources = _texts(content)
-    is_tuple = content.codebook_unit == CodebookUnit.TUPLE
-    shows_labels = unit.state in (UnitState.DISPUTED, UnitState.ADJUDICATED)
-    heads = independent_heads(unit=unit) if shows_labels else []
-    final = None
-    if unit.state == UnitState.ADJUDICATED:
-        final = Label.objects.filter(unit=unit, kind=LabelKind.ADJUDICATED).order_by("-id").first()
-    columns = [
-        {
-            "index": index,
-            "pseudonym": head.annotation.get("annotator") or f"annotator {index + 1}",
-            "record_digest": head.record_digest,
-            "revision": head.revision,
-            "created_at": head.created_at,
-            "annotation": annotation_for_page(head.annotation),
-        }
-        for index, head in enumerate(heads)
-    ]
-    final_annotation = annotation_for_page(final.annotation) if final is not None else None
-    source_names = {source["digest"]: source["label"] for source in sources}
-    engine = engine_of(study.codebook.definition)
-    claim_rows: list[dict[str, Any]] = []
-    rows: list[Row] = []
-    if columns:
-        stored = [head.annotation for head in heads]
-        rows = _engine_rows(engine, stored, final.annotation if final is not None else None)
-        for claims in engine.claims_fields:
-            lists = [field_value(engine, annotation, claims.code) or [] for annotation in stored]
-            claim_rows = _claim_rows(lists, source_names)
-    pseudonyms = {column["record_digest"]: column["pseudonym"] for column in columns}
-    editable = unit.state == UnitState.DISPUTED and bool(columns)
-    page_data = {
-        "unit": content.codebook_unit,
-        "unit_id": unit.pk,
-        "editable": editable,
-        "texts": texts,
-        "sources": [{k: s[k] for k in ("digest", "label", "text")} for s in sources],
-        "codebook": codebook,
-        "columns": [{"pseudonym": c["pseudonym"], "annotation": c["annotation"]} for c in columns],
-        "final": final_annotation,
-        "restored": restored,
-        "span_judgments": [f.code for f in engine.value_fields if f.evidence != "none"],
-    }
-    return {
-        "study": study,
-        "unit": unit,
-        "codebook": codebook,
-        "is_tuple": is_tuple,
-        "shows_labels": bool(columns) or final is not None,
-        "query": content.query,
-        "answer": content.answer,
-        "source": content.sources[0] if is_tuple else None,
-        "sources": sources,
-        "documents": document_cards(codebook["fields"], content.documents)
-        if content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
-        else [],
-        "columns": columns,
-        "rows": rows,
-        "claim_rows": claim_rows,
-        "final_claims": [
-            _claim_item(claim, source_names)
-            for claim in (final_annotation or {}).get("claims") or []
-            if isinstance(claim, dict)
-        ],
-        "final": final,
-        "final_annotation": final_annotation,
-        "parents": [
-            {"digest": digest, "pseudonym": pseudonyms.get(digest)}
-            for digest in (final.parents if final is not None else [])
-        ],
-        "editable": editable,
-        "page_data": page_data,
-        "client_submission_id": client_submission_id or str(uuid.uuid4()),
-        "rationale": rationale,
-        "error": error,
-    }
-
-
-class AdjudicationForm(SubmitForm):
-    """The final annotation (JSON), the client's id for it, the rationale (the service
-    refuses an empty one) and the page's own state, given back after a refusal."""
-
-    rationale = TextField(required=False, strip=False, max_length=20_000)
-    page_state = TextField(required=False, strip=False, max_length=2_000_000)
-
-    def page_state_value(self) -> dict[str, Any] | None:
-        try:
-            value = loads_checked(self.data.get("page_state") or "null")
-        except ContractError:  # the page's own state, given back: unreadable means none
-            return None
-        return value if isinstance(value, dict) else None
-
-
-def _render_unit(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    """The side-by-side page; its labels count as seen (blinding) before it is sent."""
-    if context["shows_labels"]:
-        labels_seen_record(user=request.user, units=[context["unit"].pk], via=SightVia.ADJUDICATION)
-    return render(request, "annotator/adjudicate_unit.html", context, status=status)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
-    try:
-        unit = unit_get_for_adjudicator(user=request.user, unit_id=unit_id)
-    except PermissionDenied as exc:
-        return _refused_page(request, exc)
-    if is_fields_codebook(unit.study.codebook.definition):
-        return _fields_unit(request, unit)
-    if request.method == "GET":
-        return _render_unit(request, _page_context(unit))
-
-    form = AdjudicationForm(request.POST)
-    submission_id = request.POST.get("client_submission_id") or None
-
-    def refused(code: str, sentence: str) -> HttpResponse:
-        context = _page_context(
-            unit,
-            client_submission_id=submission_id,
-            restored=form.page_state_value(),
-            rationale=request.POST.get("rationale", ""),
-            error=(code, sentence),
-        )
-        return _render_unit(request, context, status=400)
-
-    if not form.is_valid():
-        problem = next(iter(form.errors.as_data().items()))
-        error = problem[1][0]
-        return refused(error.code or "invalid", f"{problem[0]}: {' '.join(error.messages)}")
-    study = unit.study
-    annotation = _annotation_from_input(
-        study=study,
-        data=form.cleaned_data["annotation"],
-        pseudonym="",  # the service names the adjudicator
-        kind=LabelKind.ADJUDICATED.value,
-    )
-    try:
-        label = adjudication_submit(
-            unit=unit,
-            adjudicator=request.user,
-            annotation=annotation,
-            rationale=form.cleaned_data["rationale"],
-            client_submission_id=form.cleaned_data["client_submission_id"],
-        )
-    except (AdjudicationRefused, LabelRefused, AnnotationError) as exc:
-        return refused(exc.code, exc.message)
-    messages.success(
-        request,
-        f"Unit {unit.pk} adjudicated: final record {label.record_digest[:12]}… stored with "
-        f"{len(label.parents)} parents.",
-    )
-    return redirect("adjudication-queue", slug=study.slug)
-
-
-# --- codebooks of format 2: the page from the codebook's fields -------------------------
-
-
 def _fields_cell(
-    field: dict[str, Any], annotation: dict[str, Any], document: int | None = None
+    field: dict[str, Any], view: dict[str, Any], document: int | None = None
 ) -> dict[str, Any]:
-    """One annotation's value of a field (on ``document`` for a per-document field), with
-    its reason and evidence spans."""
-    part: Any = annotation
-    spans = spans_of(annotation, field["code"])
+    """One label's value of a field (on ``document`` for a per-document field), with its
+    reason and evidence spans; ``view`` is the label's engine view."""
+    part: Any = view
+    spans = spans_of(view, field["code"])
     if document is not None:
-        entries = documents_of(annotation)
+        entries = documents_of(view)
         part = entries[document] if document < len(entries) else {}
         spans = [span for span in spans if span_document(span) == document]
     values = part.get("values")
@@ -568,12 +226,56 @@ def _fields_cell(
     reasons = reasons if isinstance(reasons, dict) else {}
     code = field["code"]
     present = code in values or field["type"] in ("links", "groups")
+    if field["type"] == "claims":
+        claims = values.get(code)
+        n = len(claims) if isinstance(claims, list) else 0
+        text = f"{n} claim{'s' if n != 1 else ''}" if present else "not answered"
+    elif field["type"] == "number" and type(values.get(code)) in (int, float):
+        text = f"{float(values[code]):g}"
+    else:
+        text = value_text(field, values.get(code), present=code in values)
     return {
-        "text": value_text(field, values.get(code), present=code in values),
+        "text": text,
         "missing": not present,
         "reason": reasons.get(code) or "",
         "spans": spans,
     }
+
+
+def _mean_text(views: list[dict[str, Any]], code: str) -> str:
+    numbers = [
+        value
+        for view in views
+        if type(value := (view.get("values") or {}).get(code)) in (int, float)
+    ]
+    return f"{fmean(numbers):g}" if numbers else "—"
+
+
+def _page_codebook(study: Study, engine: Engine) -> dict[str, Any]:
+    """The codebook as the page shows it: its name and the engine's fields (and the
+    format-1 evidence dimensions, shown and averaged, never picked)."""
+    inputs = {code for item in engine.derived if item.rule == "R_O" for code in item.inputs}
+    fields = fields_for_page(engine)
+    for entry in fields:
+        if entry["code"] in inputs and entry["label"] != entry["code"]:
+            entry["label"] = f"{entry['code']} · {entry['label']}"  # "I · Relationship"
+        for option in entry["options"]:
+            if option["label"] == option["value"]:  # a grade 0/1 without a name reads "1"
+                option["text"] = option["value"]
+    return {
+        "name": study.codebook.name,
+        "version": study.codebook.version,
+        "unit": engine.unit,
+        "fields": fields,
+        "dimensions": fields_for_page(Dimensions(engine.dimensions)),
+    }
+
+
+@dataclass(frozen=True)
+class Dimensions:
+    """The evidence dimensions of an engine, read as fields by ``fields_for_page``."""
+
+    fields: tuple[Any, ...]
 
 
 def _fields_context(
@@ -581,13 +283,15 @@ def _fields_context(
     *,
     reader: Any,
     picked: dict[str, str] | None = None,
+    restored: dict[str, Any] | None = None,
     rationale: str = "",
     error: tuple[str, str] | None = None,
     client_submission_id: str | None = None,
 ) -> dict[str, Any]:
     study = unit.study
     definition = study.codebook.definition
-    codebook = codebook_fields_for_page(definition)
+    engine = engine_of(definition)
+    codebook = _page_codebook(study, engine)
     content = unit_content(unit=unit)
     shows_labels = unit.state in (UnitState.DISPUTED, UnitState.ADJUDICATED)
     heads = independent_heads(unit=unit) if shows_labels else []
@@ -606,22 +310,35 @@ def _fields_context(
             "pseudonym": head.annotation.get("annotator") or f"annotator {index + 1}",
             "record_digest": head.record_digest,
             "revision": head.revision,
-            "annotation": annotation_for_page(annotation_seen(definition, head.annotation, sides))
-            or {},
+            "rationale": head.annotation.get("rationale") or "",
+            "view": engine_values(engine, annotation_seen(definition, head.annotation, sides)),
         }
         for index, head in enumerate(heads)
     ]
-    final_seen = annotation_seen(definition, final.annotation, sides) if final else None
-    annotations = [column["annotation"] for column in columns]
-    differing = differing_fields(definition, annotations) if annotations else set()
+    final_view_seen = (
+        engine_values(engine, annotation_seen(definition, final.annotation, sides))
+        if final is not None
+        else None
+    )
+    views = [column["view"] for column in columns]
+    differing = differing_fields(engine.definition, views) if views else set()
     picked = picked or {}
     unpicked = error is not None and error[0] == "pick_missing"
+    # The adjudicator writes values and evidence of their own, except on an answer pair
+    # (whose labels the page shows in sides, not in the roles they are stored in).
+    edits = pair is None
+    # Claims in the first codebooks' shape (a source by digest) are edited claim by claim;
+    # other claims fields are picked whole.
+    claims_field = next(
+        (f for f in engine.claims_fields if engine.format_version != ENGINE_FORMAT), None
+    )
     # One row per unit-level field, then (query_documents) one per document and
     # per-document field, keyed as picks key them ("code:N").
     items: list[tuple[str, str, dict[str, Any], int | None]] = [
         (entry["code"], entry["label"], entry, None)
         for entry in codebook["fields"]
         if entry["placement"] != "document"
+        and (claims_field is None or entry["code"] != claims_field.code)
     ]
     n_documents = (
         len(content.documents) if content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS else 0
@@ -641,26 +358,55 @@ def _fields_context(
     for code, label, entry, document in items:
         cells = []
         for column in columns:
-            cell = _fields_cell(entry, column["annotation"], document)
+            cell = _fields_cell(entry, column["view"], document)
             digest = column["record_digest"]
             if code in picked:
                 checked = picked[code] == digest
             else:
                 checked = code not in differing and column["index"] == 0
             cells.append({**cell, "index": column["index"], "digest": digest, "checked": checked})
+        own = edits and document is None and entry["type"] in OWN_TYPES
         rows.append(
             {
                 "code": code,
                 "label": label,
                 "type": entry["type"],
+                "field": entry,
                 "document": document,
                 "differs": code in differing,
                 "cells": cells,
+                "pickable": True,
+                "own": own,
+                "own_checked": picked.get(code) == OWN,
+                "spans": edits and document is None and entry["evidence"] != "none",
                 "problem": "Pick one of the labels."
                 if unpicked and code in differing and code not in picked
                 else "",
-                "final": _fields_cell(entry, final_seen, document)
-                if final_seen is not None
+                "final": _fields_cell(entry, final_view_seen, document)
+                if final_view_seen is not None
+                else None,
+            }
+        )
+    for entry in codebook["dimensions"]:
+        rows.append(
+            {
+                "code": entry["code"],
+                "label": entry["label"],
+                "note": "evidence dimension: the mean is kept",
+                "type": "dimension",
+                "field": entry,
+                "document": None,
+                "differs": False,
+                "cells": [
+                    {**_fields_cell(entry, column["view"]), "index": column["index"]}
+                    for column in columns
+                ],
+                "pickable": False,
+                "own": False,
+                "spans": False,
+                "mean": _mean_text(views, entry["code"]),
+                "final": _fields_cell(entry, final_view_seen)
+                if final_view_seen is not None
                 else None,
             }
         )
@@ -677,6 +423,66 @@ def _fields_context(
         )
         for index, source in enumerate(content.sources)
     ]
+    source_names = {
+        key: meta["label"]
+        for meta, source in sources
+        for key in (source.get("digest"), f"source:{meta['index']}")
+        if key
+    }
+    claim_rows: list[dict[str, Any]] = []
+    final_claims: list[dict[str, Any]] = []
+    if claims_field is not None:
+        verdicts = claims_field.claim_verdicts
+        if columns:
+            lists = [(c["view"].get("values") or {}).get(claims_field.code) or [] for c in columns]
+            claim_rows = _claim_rows(lists, source_names, verdicts)
+        if final_view_seen is not None:
+            final_claims = [
+                _claim_item(claim, source_names, verdicts)
+                for claim in (final_view_seen.get("values") or {}).get(claims_field.code) or []
+                if isinstance(claim, dict)
+            ]
+    editable = unit.state == UnitState.DISPUTED and bool(columns)
+    page_data = {
+        "editable": editable,
+        "edits": edits,
+        "columns": [
+            {"digest": c["record_digest"], "pseudonym": c["pseudonym"], "view": c["view"]}
+            for c in columns
+        ],
+        "fields": {
+            entry["code"]: {
+                "type": entry["type"],
+                "label": entry["label"],
+                "evidence": entry["evidence"],
+                "reason": entry["reason"],
+                "placement": entry["placement"],
+            }
+            for entry in codebook["fields"]
+        },
+        "claims": None
+        if claims_field is None
+        else {
+            "code": claims_field.code,
+            "kinds": list(claims_field.claim_kinds),
+            "verdicts": list(claims_field.claim_verdicts),
+            # The verdict the claims summarize (the record contract's summary_mismatch).
+            "summary": next(
+                (
+                    f.code
+                    for f in engine.value_fields
+                    if f.type == "verdict" and f.code in claims_field.claim_verdicts
+                ),
+                None,
+            ),
+        },
+        "sources": [
+            {"index": meta["index"], "digest": source.get("digest"), "label": meta["label"]}
+            for meta, source in sources
+        ],
+        "final": final_view_seen,
+        "restored": restored,
+    }
     return {
         "study": study,
         "unit": unit,
@@ -693,67 +499,134 @@ def _fields_context(
         else [],
         "columns": columns,
         "rows": rows,
+        "claims_field": claims_field,
+        "claim_rows": claim_rows,
+        "final_claims": final_claims,
+        "span_fields": [
+            entry for entry in codebook["fields"] if edits and entry["evidence"] != "none"
+        ],
         "final": final,
         "parents": [
             {"digest": digest, "pseudonym": pseudonyms.get(digest)}
             for digest in (final.parents if final is not None else [])
         ],
-        "editable": unit.state == UnitState.DISPUTED and bool(columns),
+        "editable": editable,
+        "page_data": page_data,
         "client_submission_id": client_submission_id or str(uuid.uuid4()),
         "rationale": rationale,
         "error": error,
     }
 
 
-def _render_fields(
-    request: HttpRequest, context: dict[str, Any], status: int = 200
-) -> HttpResponse:
+class AdjudicationForm(forms.Form):
+    """What the page sends besides the picks: the adjudicator's edits (own values, spans
+    removed and added, final claims: annotator.adjudication.final), the client's id for
+    the final label, the rationale (the service refuses an empty one) and the page's own
+    state, given back after a refusal."""
+
+    edits = TextField(required=False, strip=False)
+    client_submission_id = forms.UUIDField()
+    rationale = TextField(required=False, strip=False, max_length=20_000)
+    page_state = TextField(required=False, strip=False, max_length=2_000_000)
+
+    def clean_edits(self) -> dict[str, Any]:
+        raw = self.cleaned_data.get("edits") or ""
+        return _json_object(raw, "edits") if raw else {}
+
+    def page_state_value(self) -> dict[str, Any] | None:
+        try:
+            value = loads_checked(self.data.get("page_state") or "null")
+        except ContractError:  # the page's own state, given back: unreadable means none
+            return None
+        return value if isinstance(value, dict) else None
+
+
+def _render_unit(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    """The side-by-side page; its labels count as seen (blinding) before it is sent."""
     if context["shows_labels"]:
         labels_seen_record(user=request.user, units=[context["unit"].pk], via=SightVia.ADJUDICATION)
     return render(request, "annotator/adjudicate_fields.html", context, status=status)
 
 
-def _fields_unit(request: HttpRequest, unit: Unit) -> HttpResponse:
-    """A format-2 unit: the labels side by side per field, one pick per field (radios, no
-    script needed), the final record built by the service from the picks."""
+def adjudication_final_body(
+    *, unit: Unit, picks: dict[str, str], edits: dict[str, Any]
+) -> dict[str, Any]:
+    """The final label's judgment part, from the page's picks (field key -> the record
+    digest of an independent label, or "own") and edits: the engine view
+    (annotator.adjudication.final) written by the codebook's writer
+    (audit.contract.engine.annotation_from_view). Refusals name the field."""
+    engine = engine_of(unit.study.codebook.definition)
+    heads = independent_heads(unit=unit)
+    position = {head.record_digest: index for index, head in enumerate(heads)}
+    indices: dict[str, Any] = {}
+    for code, digest in picks.items():
+        if digest == OWN:
+            indices[code] = OWN
+            continue
+        if digest not in position:
+            raise AdjudicationRefused(
+                f"{code}: the label picked is not one of this unit's latest independent "
+                "labels (a revision may have arrived): reload the page",
+                code="unknown_pick",
+            )
+        indices[code] = position[digest]
+    views = [engine_values(engine, head.annotation) for head in heads]
+    try:
+        view = final_view(engine, views, indices, edits)
+    except PickError as exc:
+        raise AdjudicationRefused(exc.message, code="pick_missing") from None
+    except EditError as exc:
+        raise AdjudicationRefused(exc.message, code="bad_edits") from None
+    return annotation_from_view(engine, view)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudication_unit(request: HttpRequest, unit_id: int) -> HttpResponse:
+    """Any codebook: the labels side by side per field, one pick per field (radios, no
+    script needed), the adjudicator's own values and evidence (the page's script), the
+    final record built on the server from the picks."""
+    try:
+        unit = unit_get_for_adjudicator(user=request.user, unit_id=unit_id)
+    except PermissionDenied as exc:
+        return _refused_page(request, exc)
     if request.method == "GET":
-        return _render_fields(request, _fields_context(unit, reader=request.user))
+        return _render_unit(request, _fields_context(unit, reader=request.user))
     picked = {
         key.removeprefix("pick-"): value
         for key, value in request.POST.items()
         if key.startswith("pick-") and value
     }
+    form = AdjudicationForm(request.POST)
     rationale = request.POST.get("rationale", "")
-    submission_id = request.POST.get("client_submission_id") or ""
-    try:
-        uuid.UUID(submission_id)
-    except ValueError:
+
+    def refused(code: str, sentence: str) -> HttpResponse:
         context = _fields_context(
             unit,
             reader=request.user,
             picked=picked,
+            restored=form.page_state_value(),
             rationale=rationale,
-            error=("invalid_submission_id", "client_submission_id must be a UUID"),
+            error=(code, sentence),
+            client_submission_id=request.POST.get("client_submission_id") or None,
         )
-        return _render_fields(request, context, status=400)
+        return _render_unit(request, context, status=400)
+
+    if not form.is_valid():
+        name, problems = next(iter(form.errors.as_data().items()))
+        error = problems[0]
+        return refused(error.code or "invalid", f"{name}: {' '.join(error.messages)}")
     try:
-        label = adjudication_submit_picks(
+        body = adjudication_final_body(unit=unit, picks=picked, edits=form.cleaned_data["edits"])
+        label = adjudication_submit(
             unit=unit,
             adjudicator=request.user,
-            picks=picked,
-            rationale=rationale,
-            client_submission_id=submission_id,
+            annotation=body,
+            rationale=form.cleaned_data["rationale"],
+            client_submission_id=form.cleaned_data["client_submission_id"],
         )
-    except (AdjudicationRefused, LabelRefused, AnnotationError) as exc:
-        context = _fields_context(
-            unit,
-            reader=request.user,
-            picked=picked,
-            rationale=rationale,
-            error=(exc.code, exc.message),
-            client_submission_id=submission_id,
-        )
-        return _render_fields(request, context, status=400)
+    except (AdjudicationRefused, LabelRefused, AnnotationError, ContractError) as exc:
+        return refused(exc.code, exc.message)
     messages.success(
         request,
         f"Unit {unit.pk} adjudicated: final record {label.record_digest[:12]}… stored with "

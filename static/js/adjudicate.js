@@ -1,18 +1,21 @@
 /*
- * Claimgate adjudication page: the independent labels side by side, and the final label
- * built from the adjudicator's choices — one side's value per field (a radio per column)
- * or the adjudicator's own; evidence spans follow the value taken (the union of the spans
- * of every annotator who gave it), minus the ones removed, plus the ones added from a
- * selection in a snapshot.
+ * Claimgate adjudication page, for every codebook: the independent labels side by side
+ * (engine views, one row per field), and the final label built from the adjudicator's
+ * choices — one label's value per field (a radio per column: its reason and evidence
+ * spans come with it) or the adjudicator's own; evidence spans removed or added from a
+ * selection in a snapshot; for a claims field, the final claims kept from an annotator or
+ * written.
  *
- * Spans are read and highlighted with spans.js (ClaimgateSpans). The page's data comes
- * from one json_script element (#adjudicate-data). The server checks everything again.
+ * The picks are the form's radios; everything else goes to the server as one JSON object
+ * (`edits`, see annotator/adjudication/final.py), which builds the final engine view and
+ * writes it with the codebook's writer. The page works without this script (picks only).
+ * Spans are read and highlighted with spans.js (ClaimgateSpans). The server checks
+ * everything again.
  */
 (function () {
   "use strict";
 
   const Spans = window.ClaimgateSpans;
-  const PREDICATE_JUDGMENTS = ["I", "A", "M", "D"];
 
   // --- small helpers ------------------------------------------------------------------
 
@@ -40,43 +43,18 @@
     return text.length > size ? text.slice(0, size - 1) + "…" : text;
   }
 
+  /** What identifies an evidence span: its field, snapshot and offsets. */
   function spanKey(span) {
-    return span.snapshot + ":" + span.start + ":" + span.end;
+    return span.field + ":" + span.snapshot + ":" + span.start + ":" + span.end;
   }
 
   function sortSpans(spans) {
-    const order = { query: 0, answer: 1, source: 2 };
     return spans.slice().sort(function (a, b) {
       return (
-        (order[a.snapshot] || 0) - (order[b.snapshot] || 0) || a.start - b.start || a.end - b.end
+        String(a.snapshot).localeCompare(String(b.snapshot)) || a.start - b.start || a.end - b.end
       );
     });
   }
-
-  function fieldOfJudgment(judgment) {
-    return PREDICATE_JUDGMENTS.indexOf(judgment) >= 0 ? "pred-" + judgment : judgment;
-  }
-
-  /** What an annotation says about one field of the comparison table. */
-  function fieldValue(annotation, field) {
-    if (!annotation) {
-      return undefined;
-    }
-    if (field.startsWith("pred-")) {
-      return (annotation.predicates || {})[field.slice(5)];
-    }
-    if (field.startsWith("evidence-")) {
-      return (annotation.evidence || {})[field.slice(9)];
-    }
-    if (field.startsWith("verdict-")) {
-      return (annotation.verdicts || {})[field.slice(8)];
-    }
-    if (field === "claims") {
-      return annotation.claims || [];
-    }
-    return annotation[field];
-  }
-
 
   function verdictText(value) {
     if (value === true) {
@@ -85,38 +63,56 @@
     return value === false ? "false" : "unknown";
   }
 
+  /** A field's value in an engine view (`undefined` when not answered); `key` is a
+   * field's code or "code:N" for a per-document field on document N. */
+  function valueOf(view, key) {
+    if (!view) {
+      return undefined;
+    }
+    const found = /^(.*):(\d+)$/.exec(key);
+    let values = view.values;
+    let code = key;
+    if (found) {
+      const entry = (view.documents || [])[Number(found[2])];
+      values = entry ? entry.values : null;
+      code = found[1];
+    }
+    if (!values || typeof values !== "object" || !(code in values)) {
+      return undefined;
+    }
+    return values[code];
+  }
+
   // --- snapshots and highlights ---------------------------------------------------------
 
+  /** The page's snapshots (their texts as the server wrote them), each with the source
+   * digest a format-1 claim names it by ("source:N" is the answer's source N). */
+  function snapshotsOf(data) {
+    const out = [];
+    document.querySelectorAll("[data-snapshot]").forEach(function (node) {
+      const kind = node.dataset.snapshot;
+      const found = /^source:(\d+)$/.exec(kind);
+      const source = found ? (data.sources || [])[Number(found[1])] : null;
+      out.push({ el: node, kind: kind, digest: source ? source.digest : null, text: node.textContent });
+    });
+    return out;
+  }
 
-  function marksOf(annotation, snapshot, isTuple) {
+  function marksOf(view, claims, snapshot) {
     const marks = [];
-    if (!annotation) {
-      return marks;
-    }
-    if (isTuple) {
-      Object.entries(annotation.spans || {}).forEach(function ([judgment, spans]) {
-        (spans || []).forEach(function (span) {
-          if (span.snapshot === snapshot.kind) {
-            marks.push({
-              start: span.start,
-              end: span.end,
-              className: "j-" + judgment,
-              key: judgment,
-              title: judgment,
-            });
-          }
-        });
-      });
-      return marks;
-    }
-    (annotation.claims || []).forEach(function (claim) {
+    ((view && view.spans) || []).forEach(function (span) {
+      if (span.snapshot === snapshot.kind) {
+        marks.push({ start: span.start, end: span.end, className: "j-" + span.field, key: span.field, title: span.field });
+      }
+    });
+    (claims || []).forEach(function (claim) {
       const span = claim.span;
-      if (span && snapshot.kind === "answer") {
-        marks.push({ start: span.start, end: span.end, className: "j-claim", key: claim.id, title: "claim " + claim.id });
+      if (span && snapshot.kind === span.snapshot) {
+        marks.push({ start: span.start, end: span.end, className: "j-claim", key: claim.id, title: "claim " + (claim.id || "") });
       }
       const quote = claim.quote_span;
-      if (quote && snapshot.kind === "source" && snapshot.digest === claim.source_digest) {
-        marks.push({ start: quote.start, end: quote.end, className: "j-quote", key: claim.id, title: "quote of " + claim.id });
+      if (quote && snapshot.digest && snapshot.digest === claim.source_digest) {
+        marks.push({ start: quote.start, end: quote.end, className: "j-quote", key: claim.id, title: "quote of " + (claim.id || "") });
       }
     });
     return marks;
@@ -130,23 +126,27 @@
       return;
     }
     const data = JSON.parse(node.textContent);
-    const isTuple = data.unit === "tuple";
     const columns = data.columns || [];
-    // A selection made while the page loaded: setting the texts and drawing the highlights
-    // replace the text nodes it lies in, so it is taken here and given back at the end.
+    const claimsCode = data.claims ? data.claims.code : null;
+    // A selection made while the page loaded: drawing the highlights replaces the text
+    // nodes it lies in, so it is taken here and given back at the end.
     const early = Spans.selectionWithin(document.querySelectorAll("[data-snapshot]"));
-    const snapshots = ClaimgateSpans.attachSnapshots(data);
+    const snapshots = snapshotsOf(data);
     const viewGroup = document.getElementById("highlight-view");
-    let buildFinal = function () {
-      return data.final;
+    let finalShown = function () {
+      return { view: data.final, claims: claimsCode ? valueOf(data.final, claimsCode) : [] };
     };
 
     function highlight() {
       const checked = viewGroup ? viewGroup.querySelector("input:checked") : null;
-      const view = checked ? checked.value : "final";
-      const annotation = view === "final" ? buildFinal() : (columns[Number(view)] || {}).annotation;
+      const which = checked ? checked.value : "final";
+      let shown = finalShown();
+      if (which !== "final") {
+        const view = (columns[Number(which)] || {}).view;
+        shown = { view: view, claims: claimsCode ? valueOf(view, claimsCode) : [] };
+      }
       snapshots.forEach(function (snapshot) {
-        const marks = marksOf(annotation, snapshot, isTuple);
+        const marks = marksOf(shown.view, shown.claims || [], snapshot);
         // Redrawn only when the marks change, so that a selection being made survives.
         const signature = JSON.stringify(marks);
         if (snapshot.signature !== signature) {
@@ -165,7 +165,7 @@
       return;
     }
     const editor = createEditor(data, snapshots, highlight);
-    buildFinal = editor.annotation;
+    finalShown = editor.shown;
     editor.update();
     if (Spans.reselect(early)) {
       editor.selectionChanged();
@@ -173,10 +173,11 @@
   }
 
   function createEditor(data, snapshots, highlight) {
-    const isTuple = data.unit === "tuple";
     const columns = data.columns;
+    const fields = data.fields || {};
+    const claimsInfo = data.claims;
     const form = document.getElementById("adjudicate-form");
-    const annotationInput = document.getElementById("annotation-input");
+    const editsInput = document.getElementById("edits-input");
     const stateInput = document.getElementById("page-state-input");
     const submitButton = document.getElementById("submit-adjudication");
     const errorsBox = document.getElementById("form-errors");
@@ -185,52 +186,63 @@
     const toolbar = document.getElementById("span-toolbar");
     const labels = {};
     const rows = [];
-    form.querySelectorAll("tr.field-row").forEach(function (row) {
+    form.querySelectorAll("tr.field-row[data-pickable]").forEach(function (row) {
       labels[row.dataset.field] = row.querySelector(".field-label").textContent;
-      if (!row.classList.contains("kind-spans") && !row.classList.contains("kind-note")) {
-        rows.push(row);
+      rows.push(row);
+    });
+
+    let state = { own: {}, ownReason: {}, removed: [], added: [], claims: [] };
+    const claimKinds = claimsInfo ? claimsInfo.kinds : [];
+    const claimVerdicts = claimsInfo ? claimsInfo.verdicts : [];
+    const sourceLabels = {};
+    (data.sources || []).forEach(function (source) {
+      if (source.digest) {
+        sourceLabels[source.digest] = source.label;
       }
     });
 
-    let state = { picks: {}, own: {}, ownReason: {}, removed: {}, added: {}, claims: [] };
-    const claimKinds = (data.codebook.claim_kinds || []).map(function (item) {
-      return item.key;
-    });
-    const sourceLabels = {};
-    (data.sources || []).forEach(function (source) {
-      sourceLabels[source.digest] = source.label;
-    });
+    function column(digest) {
+      return columns.find(function (item) {
+        return item.digest === digest;
+      });
+    }
 
     // --- the state, from the page's inputs and back -----------------------------------
 
+    function pickOf(code) {
+      const checked = form.querySelector('input[type="radio"][name="pick-' + CSS.escape(code) + '"]:checked');
+      return checked ? checked.value : undefined;
+    }
+
     /** An annotator's claim ("column:index"), copied as a final claim the page can edit. */
     function keptClaim(key) {
-      const [column, index] = key.split(":").map(Number);
-      const claim = (((columns[column] || {}).annotation || {}).claims || [])[index];
+      const [index, position] = key.split(":").map(Number);
+      const claim = ((valueOf((columns[index] || {}).view, claimsInfo.code)) || [])[position];
       if (!claim) {
         return null;
       }
-      return {
+      const kept = {
         origin: key,
         span: claim.span,
         source_digest: claim.source_digest || null,
         quote_span: claim.quote_span || null,
-        supported: claim.supported === undefined ? null : claim.supported,
-        accurate: claim.accurate === undefined ? null : claim.accurate,
         kind: claim.kind,
         reason: claim.reason || "",
       };
+      claimVerdicts.forEach(function (name) {
+        kept[name] = claim[name] === undefined ? null : claim[name];
+      });
+      return kept;
     }
 
     function initialState() {
       const restored = data.restored;
-      if (restored && typeof restored === "object" && restored.picks) {
+      if (restored && typeof restored === "object" && restored.own) {
         return {
-          picks: restored.picks || {},
           own: restored.own || {},
           ownReason: restored.ownReason || {},
-          removed: restored.removed || {},
-          added: restored.added || {},
+          removed: Array.isArray(restored.removed) ? restored.removed : [],
+          added: Array.isArray(restored.added) ? restored.added : [],
           claims: Array.isArray(restored.claims)
             ? restored.claims.filter(function (claim) {
                 return claim && claim.span && Number.isInteger(claim.span.start);
@@ -238,13 +250,7 @@
             : [],
         };
       }
-      const fresh = { picks: {}, own: {}, ownReason: {}, removed: {}, added: {}, claims: [] };
-      // Where every annotator agrees, their value is taken; elsewhere nothing is.
-      rows.forEach(function (row) {
-        if (!row.classList.contains("differs")) {
-          fresh.picks[row.dataset.field] = "0";
-        }
-      });
+      const fresh = { own: {}, ownReason: {}, removed: [], added: [], claims: [] };
       // Aligned claims that agree are kept (the first annotator's copy); the others wait
       // for a decision.
       document.querySelectorAll("tr.claim-row:not(.differs)").forEach(function (row) {
@@ -259,18 +265,14 @@
 
     function applyState() {
       rows.forEach(function (row) {
-        const field = row.dataset.field;
-        const pick = state.picks[field];
-        row.querySelectorAll('input[type="radio"][name="pick-' + field + '"]').forEach(function (input) {
-          input.checked = pick !== undefined && input.value === pick;
-        });
+        const code = row.dataset.field;
         const own = row.querySelector("[data-own]");
         if (own) {
-          own.value = state.own[field] !== undefined ? state.own[field] : "";
+          own.value = state.own[code] !== undefined ? state.own[code] : "";
         }
         const reason = row.querySelector("[data-own-reason]");
         if (reason) {
-          reason.value = state.ownReason[field] || "";
+          reason.value = state.ownReason[code] || "";
         }
       });
       renderFinalClaims();
@@ -278,76 +280,67 @@
 
     // --- the final label ----------------------------------------------------------------
 
-    function ownValue(field) {
-      const raw = state.own[field];
+    /** The adjudicator's own value of a field, typed as the engine stores it. */
+    function ownValue(code) {
+      const raw = state.own[code];
+      const type = (fields[code] || {}).type;
       if (raw === undefined || raw === "") {
         return undefined;
       }
-      if (field.startsWith("pred-") || field === "passage_support") {
-        return { 1: 1, 0: 0, U: null }[raw];
+      if (raw === "U" && (type === "grade" || type === "choice" || type === "verdict")) {
+        return null;
       }
-      if (field.startsWith("evidence-")) {
+      if (type === "grade" || type === "number") {
         const value = Number(raw);
         return Number.isFinite(value) ? value : undefined;
       }
-      if (field.startsWith("verdict-")) {
-        const value = { true: true, false: false, null: null }[raw];
-        return value === undefined ? undefined : { value: value, reason: state.ownReason[field] || "" };
+      if (type === "verdict") {
+        return { true: true, false: false }[raw];
       }
       return raw;
     }
 
-    function finalValue(field) {
-      const pick = state.picks[field];
+    function decided(code) {
+      const pick = pickOf(code);
+      return pick !== undefined && (pick !== "own" || ownValue(code) !== undefined);
+    }
+
+    function finalValue(code) {
+      const pick = pickOf(code);
       if (pick === undefined) {
         return undefined;
       }
       if (pick === "own") {
-        return ownValue(field);
+        return ownValue(code);
       }
-      return fieldValue((columns[Number(pick)] || {}).annotation, field);
+      return valueOf((column(pick) || {}).view, code);
     }
 
-    /** The columns whose value for `field` equals the final one (their spans are kept). */
-    function agreeingColumns(field) {
-      const value = finalValue(field);
-      if (value === undefined) {
-        return [];
-      }
-      return columns
-        .map(function (column, index) {
-          return fieldValue(column.annotation, field) === value ? index : -1;
-        })
-        .filter(function (index) {
-          return index >= 0;
-        });
-    }
-
-    /** Spans of a judgment: {kept: [...], removed: [...]} with `added` marked. */
-    function spansOf(judgment) {
+    /** Evidence spans of a unit-level field: {kept: [...], removed: [...]}, added marked. */
+    function spansOf(code) {
+      const pick = pickOf(code);
       const byKey = new Map();
-      agreeingColumns(fieldOfJudgment(judgment)).forEach(function (index) {
-        const spans = ((columns[index].annotation || {}).spans || {})[judgment] || [];
-        spans.forEach(function (span) {
+      const picked = pick && pick !== "own" ? column(pick) : null;
+      ((picked && picked.view.spans) || []).forEach(function (span) {
+        if (span.field === code) {
           byKey.set(spanKey(span), span);
-        });
+        }
       });
-      (state.added[judgment] || []).forEach(function (span) {
-        if (!byKey.has(spanKey(span))) {
+      state.added.forEach(function (span) {
+        if (span.field === code && !byKey.has(spanKey(span))) {
           byKey.set(spanKey(span), Object.assign({}, span, { added: true }));
         }
       });
-      const removed = state.removed[judgment] || [];
       const kept = [];
       const dropped = [];
       sortSpans(Array.from(byKey.values())).forEach(function (span) {
-        (removed.indexOf(spanKey(span)) >= 0 ? dropped : kept).push(span);
+        (state.removed.indexOf(spanKey(span)) >= 0 ? dropped : kept).push(span);
       });
       return { kept: kept, removed: dropped };
     }
 
     function plainSpan(span) {
-      return { snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
+      return { field: span.field, snapshot: span.snapshot, start: span.start, end: span.end, quote: span.quote };
     }
 
     /** The final claims as the record stores them, numbered c1, c2 … in answer order. */
@@ -362,16 +355,18 @@
         .map(function (item, index) {
           const claim = item.claim;
           const opinion = claim.kind !== "verifiable";
-          return {
+          const out = {
             id: "c" + (index + 1),
             span: claim.span,
             source_digest: claim.source_digest || null,
             quote_span: claim.quote_span || null,
-            supported: opinion ? null : claim.supported,
-            accurate: opinion ? null : claim.accurate,
-            kind: claim.kind,
-            reason: claim.reason && claim.reason.trim() ? claim.reason : null,
           };
+          claimVerdicts.forEach(function (name) {
+            out[name] = opinion ? null : claim[name] === undefined ? null : claim[name];
+          });
+          out.kind = claim.kind;
+          out.reason = claim.reason && claim.reason.trim() ? claim.reason : null;
+          return out;
         });
     }
 
@@ -392,67 +387,91 @@
       return found;
     }
 
-    function annotation() {
-      if (isTuple) {
-        const predicates = {};
-        PREDICATE_JUDGMENTS.forEach(function (key) {
-          predicates[key] = finalValue("pred-" + key);
-        });
-        const spans = {};
-        data.span_judgments.forEach(function (judgment) {
-          const kept = spansOf(judgment).kept.map(plainSpan);
-          if (kept.length) {
-            spans[judgment] = kept;
+    /** What the server needs besides the picks (annotator/adjudication/final.py). */
+    function edits() {
+      const own = {};
+      rows.forEach(function (row) {
+        const code = row.dataset.field;
+        if (pickOf(code) === "own" && ownValue(code) !== undefined) {
+          own[code] = { value: ownValue(code), reason: state.ownReason[code] || "" };
+        }
+      });
+      const keys = {};
+      const removed = [];
+      state.removed.forEach(function (key) {
+        keys[key] = true;
+      });
+      columns.forEach(function (item) {
+        (item.view.spans || []).forEach(function (span) {
+          if (keys[spanKey(span)]) {
+            keys[spanKey(span)] = false;
+            removed.push({ field: span.field, snapshot: span.snapshot, start: span.start, end: span.end });
           }
         });
-        const evidence = {};
-        (data.codebook.evidence_dimensions || []).forEach(function (item) {
-          evidence[item.key] = finalValue("evidence-" + item.key);
-        });
-        return {
-          predicates: predicates,
-          passage_support: finalValue("passage_support"),
-          source_role: finalValue("source_role"),
-          spans: spans,
-          evidence: evidence,
-          assisted: null,
-        };
-      }
-      const verdicts = {};
-      (data.codebook.verdicts || []).forEach(function (item) {
-        const verdict = finalValue("verdict-" + item.key);
-        verdicts[item.key] = verdict ? { value: verdict.value, reason: verdict.reason } : undefined;
       });
-      return { claims: finalClaims(), verdicts: verdicts, assisted: null };
+      const out = {
+        own: own,
+        removed: removed,
+        added: state.added
+          .filter(function (span) {
+            return state.removed.indexOf(spanKey(span)) < 0;
+          })
+          .map(plainSpan),
+      };
+      if (claimsInfo) {
+        out.claims = {};
+        out.claims[claimsInfo.code] = finalClaims();
+      }
+      return out;
+    }
+
+    /** The final label as the highlights show it: its spans and claims. */
+    function shown() {
+      const spans = [];
+      rows.forEach(function (row) {
+        if (row.querySelector("ul[data-final-spans]")) {
+          spans.push.apply(spans, spansOf(row.dataset.field).kept);
+        }
+      });
+      return { view: { spans: spans }, claims: claimsInfo ? finalClaims() : [] };
+    }
+
+    function summaryVerdict() {
+      if (!claimsInfo || !claimsInfo.summary) {
+        return undefined;
+      }
+      return finalValue(claimsInfo.summary);
     }
 
     function problems() {
       const found = [];
       rows.forEach(function (row) {
-        const field = row.dataset.field;
-        if (field === "claims") {
-          return;
+        const code = row.dataset.field;
+        const field = fields[code] || {};
+        const pick = pickOf(code);
+        if (pick === "own") {
+          if (ownValue(code) === undefined) {
+            found.push(labels[code] + ": write your own value");
+          } else if (field.reason === "required" && !String(state.ownReason[code] || "").trim()) {
+            found.push(labels[code] + ": give a reason");
+          }
         }
-        if (finalValue(field) === undefined) {
-          found.push(
-            labels[field] + ": " + (state.picks[field] === "own" ? "write your own value" : "take a side or write your own value")
-          );
-        } else if (field.startsWith("verdict-") && !String(finalValue(field).reason || "").trim()) {
-          found.push(labels[field] + ": give a reason");
+        const value = finalValue(code);
+        if (
+          row.querySelector("ul[data-final-spans]") &&
+          field.evidence === "required" &&
+          value !== undefined &&
+          value !== null &&
+          spansOf(code).kept.length === 0
+        ) {
+          found.push(labels[code] + ": a resolved value needs at least one span");
         }
       });
-      if (isTuple) {
-        data.span_judgments.forEach(function (judgment) {
-          const value = finalValue(fieldOfJudgment(judgment));
-          if ((value === 0 || value === 1) && spansOf(judgment).kept.length === 0) {
-            found.push(labels["spans-" + judgment] + ": a resolved value needs at least one span");
-          }
-        });
-      } else {
+      if (claimsInfo) {
         found.push.apply(found, claimProblems());
-        const supported = finalValue("verdict-supported");
-        if (supported && supported.value !== ClaimgateSpans.summarizeSupported(finalClaims())) {
-          found.push("Supported: the verdict disagrees with the kept claims (summary_mismatch)");
+        const supported = summaryVerdict();
+        if (supported !== undefined && supported !== Spans.summarizeSupported(finalClaims())) {
+          found.push(labels[claimsInfo.summary] + ": the verdict disagrees with the final claims (summary_mismatch)");
         }
       }
       if (!rationale.value.trim()) {
@@ -463,7 +482,7 @@
 
     // --- rendering ----------------------------------------------------------------------
 
-    function spanItems(judgment, spans) {
+    function spanItems(code, spans) {
       const items = spans.kept.map(function (span) {
         return el("li", { className: "span-item" + (span.added ? " added" : "") }, [
           el("span", { className: "span-where muted", text: span.snapshot + " [" + span.start + ", " + span.end + ")" }),
@@ -474,8 +493,8 @@
             type: "button",
             className: "span-remove",
             "data-remove-span": spanKey(span),
-            "data-judgment": judgment,
-            "aria-label": "Remove this span from " + judgment,
+            "data-judgment": code,
+            "aria-label": "Remove this span from " + labels[code],
             title: "Remove",
             text: "×",
           }),
@@ -491,7 +510,7 @@
               type: "button",
               className: "span-restore",
               "data-restore-span": spanKey(span),
-              "data-judgment": judgment,
+              "data-judgment": code,
               text: "restore",
             }),
           ])
@@ -499,31 +518,31 @@
       });
       if (!items.length) {
         items.push(el("li", { className: "muted", text: "no spans" }));
-    }
-    return items;
+      }
+      return items;
     }
 
     function renderSpans() {
       form.querySelectorAll("ul[data-final-spans]").forEach(function (list) {
-        const judgment = list.dataset.judgment;
-        const spans = spansOf(judgment);
+        const code = list.dataset.finalSpans;
+        const spans = spansOf(code);
         // Rebuilt only when its spans change: a list rebuilt under the pointer (a blur's
         // change event fires between mousedown and click) would swallow the click.
         const signature = JSON.stringify([spans.kept, spans.removed]);
         if (list.dataset.signature !== signature) {
           list.dataset.signature = signature;
-          list.replaceChildren.apply(list, spanItems(judgment, spans));
+          list.replaceChildren.apply(list, spanItems(code, spans));
         }
-        const value = finalValue(fieldOfJudgment(judgment));
-        const missing = form.querySelector('[data-missing-for="' + judgment + '"]');
+        const value = finalValue(code);
+        const missing = form.querySelector('[data-missing-for="' + CSS.escape(code) + '"]');
         if (missing) {
-          missing.hidden = !((value === 0 || value === 1) && spans.kept.length === 0);
+          missing.hidden = !(
+            (fields[code] || {}).evidence === "required" &&
+            value !== undefined &&
+            value !== null &&
+            spans.kept.length === 0
+          );
         }
-        // The columns whose spans the final label keeps.
-        const agreeing = agreeingColumns(fieldOfJudgment(judgment));
-        list.closest("tr").querySelectorAll("td[data-column]").forEach(function (cell) {
-          cell.classList.toggle("contributes", agreeing.indexOf(Number(cell.dataset.column)) >= 0);
-        });
       });
     }
 
@@ -532,18 +551,18 @@
       if (!value) {
         return;
       }
-      const summary = ClaimgateSpans.summarizeSupported(finalClaims());
+      const summary = Spans.summarizeSupported(finalClaims());
       value.textContent =
         verdictText(summary) + " (" + state.claims.length + " claim" + (state.claims.length === 1 ? "" : "s") + ")";
-      const supported = finalValue("verdict-supported");
-      document.getElementById("summary-mismatch").hidden = !supported || supported.value === summary;
+      const supported = summaryVerdict();
+      document.getElementById("summary-mismatch").hidden = supported === undefined || supported === summary;
     }
 
     function update() {
       renderSpans();
       renderClaims();
       rows.forEach(function (row) {
-        row.classList.toggle("unpicked", finalValue(row.dataset.field) === undefined);
+        row.classList.toggle("unpicked", !decided(row.dataset.field));
       });
       const open = rows.filter(function (row) {
         return row.classList.contains("unpicked");
@@ -558,10 +577,7 @@
 
     form.addEventListener("change", function (event) {
       const target = event.target;
-      if (target.name && target.name.startsWith("pick-")) {
-        const field = target.name.slice(5);
-        state.picks[field] = target.value;
-      } else if (target.closest("#final-claims")) {
+      if (target.closest("#final-claims")) {
         claimEdited(target);
       }
       update();
@@ -573,18 +589,17 @@
         update();
         return;
       }
-      const field = target.dataset.own || target.dataset.ownReason;
-      if (!field) {
+      const code = target.dataset.own || target.dataset.ownReason;
+      if (!code) {
         return;
       }
       if (target.dataset.own) {
-        state.own[field] = target.value;
+        state.own[code] = target.value;
       } else {
-        state.ownReason[field] = target.value;
+        state.ownReason[code] = target.value;
       }
       // Writing a value of one's own takes it.
-      state.picks[field] = "own";
-      const radio = form.querySelector('input[name="pick-' + field + '"][value="own"]');
+      const radio = form.querySelector('input[name="pick-' + CSS.escape(code) + '"][value="own"]');
       if (radio) {
         radio.checked = true;
       }
@@ -600,9 +615,9 @@
       const row = target.closest("tr");
       let choice = null;
       if (/^[1-9]$/.test(event.key) && Number(event.key) <= columns.length) {
-        choice = row.querySelector('input[name="' + target.name + '"][value="' + (Number(event.key) - 1) + '"]');
+        choice = row.querySelector('td[data-column="' + (Number(event.key) - 1) + '"] input[type="radio"]');
       } else if (event.key === "o") {
-        choice = row.querySelector('input[name="' + target.name + '"][value="own"]');
+        choice = row.querySelector('input[type="radio"][value="own"]');
       }
       if (!choice) {
         return;
@@ -621,26 +636,24 @@
         return;
       }
       const button = remove || restore;
-      const judgment = button.dataset.judgment;
+      const code = button.dataset.judgment;
       const key = remove ? remove.dataset.removeSpan : restore.dataset.restoreSpan;
-      const removed = new Set(state.removed[judgment] || []);
-      const added = state.added[judgment] || [];
+      const removed = new Set(state.removed);
       if (remove) {
-        const index = added.findIndex(function (span) {
+        const index = state.added.findIndex(function (span) {
           return spanKey(span) === key;
         });
         if (index >= 0) {
-          added.splice(index, 1); // an added span simply goes
-          state.added[judgment] = added;
+          state.added.splice(index, 1); // an added span simply goes
         } else {
           removed.add(key);
         }
       } else {
         removed.delete(key);
       }
-      state.removed[judgment] = Array.from(removed);
+      state.removed = Array.from(removed);
       update();
-      const list = form.querySelector('ul[data-judgment="' + judgment + '"]');
+      const list = form.querySelector('ul[data-judgment="' + CSS.escape(code) + '"]');
       const next = list && list.querySelector("button");
       if (next) {
         next.focus();
@@ -744,17 +757,14 @@
         if (!button || !found) {
           return;
         }
-        const judgment = button.dataset.attach;
-        const span = found.span;
+        const span = Object.assign({ field: button.dataset.attach }, found.span);
         const key = spanKey(span);
-        state.removed[judgment] = (state.removed[judgment] || []).filter(function (k) {
+        state.removed = state.removed.filter(function (k) {
           return k !== key;
         });
-        const added = state.added[judgment] || [];
-        if (!added.some(function (s) { return spanKey(s) === key; })) {
-          added.push(span);
+        if (!state.added.some(function (s) { return spanKey(s) === key; })) {
+          state.added.push(span);
         }
-        state.added[judgment] = added;
         hideToolbar();
         const sel = window.getSelection();
         if (sel) {
@@ -769,7 +779,7 @@
       });
     }
 
-    // --- final claims: kept, edited or written (answer units) ------------------------------
+    // --- final claims: kept, edited or written (claims fields) ------------------------------
 
     const claimList = document.getElementById("final-claims");
     const writeButton = document.getElementById("write-claim");
@@ -778,16 +788,17 @@
     // them moved the focus.
     let claimSource = null;
 
-    function choiceSelect(claim, field, index, label) {
-      const id = "final-claim-" + index + "-" + field;
-      const current = claim[field] === true ? "true" : claim[field] === false ? "false" : "null";
-      const select = el("select", { id: id, "data-claim-field": field }, [
+    function choiceSelect(claim, name, index) {
+      const id = "final-claim-" + index + "-" + name;
+      const current = claim[name] === true ? "true" : claim[name] === false ? "false" : "null";
+      const select = el("select", { id: id, "data-claim-field": name }, [
         el("option", { value: "true", text: "true" }),
         el("option", { value: "false", text: "false" }),
         el("option", { value: "null", text: "unknown" }),
       ]);
       select.value = current;
       select.disabled = claim.kind !== "verifiable";
+      const label = name === "supported" ? "Supported by the quote" : name.charAt(0).toUpperCase() + name.slice(1);
       return el("div", { className: "field claim-field" }, [el("label", { for: id, text: label }), select]);
     }
 
@@ -799,14 +810,16 @@
       const source = el("select", { id: sourceId, "data-claim-field": "source_digest" }, [
         el("option", { value: "", text: "— no source —" }),
       ].concat(
-        (data.sources || []).map(function (item) {
+        (data.sources || []).filter(function (item) {
+          return item.digest;
+        }).map(function (item) {
           return el("option", { value: item.digest, text: item.label });
         })
       ));
       source.value = claim.source_digest || "";
       const kindId = "final-claim-" + index + "-kind";
-      const kind = el("select", { id: kindId, "data-claim-field": "kind" }, (data.codebook.claim_kinds || []).map(function (item) {
-        return el("option", { value: item.key, text: item.label });
+      const kind = el("select", { id: kindId, "data-claim-field": "kind" }, claimKinds.map(function (key) {
+        return el("option", { value: key, text: key });
       }));
       kind.value = claimKinds.indexOf(claim.kind) >= 0 ? claim.kind : claimKinds[0];
       const reasonId = "final-claim-" + index + "-reason";
@@ -837,9 +850,11 @@
         el("div", { className: "claim-grid" }, [
           el("div", { className: "field claim-field" }, [el("label", { for: sourceId, text: "Source it relies on" }), source]),
           el("div", { className: "field claim-field" }, [el("label", { for: kindId, text: "Kind" }), kind]),
-          choiceSelect(claim, "supported", index, "Supported by the quote"),
-          choiceSelect(claim, "accurate", index, "Accurate"),
-        ]),
+        ].concat(
+          claimVerdicts.map(function (name) {
+            return choiceSelect(claim, name, index);
+          })
+        )),
         el("div", { className: "field claim-field" }, [el("label", { for: reasonId, text: "Reason (required)" }), reason]),
         el("p", { className: "claim-problem warning", role: "status", hidden: true }),
       ]);
@@ -866,28 +881,29 @@
 
     function claimEdited(target) {
       const card = target.closest("[data-final-claim]");
-      const field = target.dataset.claimField;
+      const name = target.dataset.claimField;
       const claim = card ? state.claims[Number(card.dataset.finalClaim)] : null;
-      if (!claim || !field) {
+      if (!claim || !name) {
         return;
       }
-      if (field === "supported" || field === "accurate") {
-        claim[field] = { true: true, false: false, null: null }[target.value];
-      } else if (field === "source_digest") {
+      if (claimVerdicts.indexOf(name) >= 0) {
+        claim[name] = { true: true, false: false, null: null }[target.value];
+      } else if (name === "source_digest") {
         claim.source_digest = target.value || null;
         if (claim.quote_span) {
           claim.quote_span = null; // the quote belonged to the previous source
           renderFinalClaims();
         }
-      } else if (field === "kind") {
+      } else if (name === "kind") {
         claim.kind = target.value;
         if (claim.kind !== "verifiable") {
-          claim.supported = null;
-          claim.accurate = null;
+          claimVerdicts.forEach(function (verdict) {
+            claim[verdict] = null;
+          });
         }
         renderFinalClaims();
       } else {
-        claim[field] = target.value;
+        claim[name] = target.value;
       }
     }
 
@@ -911,7 +927,7 @@
           return;
         }
         claimSource = found;
-        const where = found.snapshot.kind === "source" ? sourceLabels[found.snapshot.digest] || "a source" : "the " + found.snapshot.kind;
+        const where = found.snapshot.digest ? sourceLabels[found.snapshot.digest] || "a source" : "the " + found.snapshot.kind;
         claimSelection.classList.remove("is-warning");
         claimSelection.textContent = "Selected in " + where + ": “" + shorten(found.span.quote, 120) + "”";
       });
@@ -927,16 +943,18 @@
           sayClaim(null, "Select the claim in the answer text first, then press “Write a claim”.");
           return;
         }
-        state.claims.push({
+        const claim = {
           origin: null,
           span: found.span,
           source_digest: null,
           quote_span: null,
-          supported: null,
-          accurate: null,
           kind: claimKinds[0],
           reason: "",
+        };
+        claimVerdicts.forEach(function (name) {
+          claim[name] = null;
         });
+        state.claims.push(claim);
         claimSource = null;
         claimSelection.textContent = "No text selected.";
         window.getSelection().removeAllRanges();
@@ -972,8 +990,8 @@
           claim.quote_span = null;
         } else if (what === "span" || what === "quote") {
           const found = currentSelection();
-          const wanted = what === "span" ? "answer" : "source";
-          if (!found || found.snapshot.kind !== wanted) {
+          const fits = found && (what === "span" ? found.snapshot.kind === "answer" : Boolean(found.snapshot.digest));
+          if (!fits) {
             sayClaim(
               card,
               what === "span"
@@ -1007,14 +1025,14 @@
       busyText: "Storing…",
       problems: problems,
       prepare: function () {
-        annotationInput.value = JSON.stringify(annotation());
+        editsInput.value = JSON.stringify(edits());
         stateInput.value = JSON.stringify(state);
       },
     });
 
     state = initialState();
     applyState();
-    return { annotation: annotation, update: update, selectionChanged: selectionChanged };
+    return { shown: shown, update: update, selectionChanged: selectionChanged };
   }
 
   if (document.readyState === "loading") {

@@ -97,10 +97,10 @@ def test_the_adjudicator_resolves_differing_claims_by_writing_a_new_one(
     card = page.locator("[data-final-claim]")
     expect(card).to_have_count(1)
     expect(card).to_contain_text("written by you")
-    digest, source_text = next(iter(texts["sources"].items()))
+    digest, source_text = next(iter(texts["sources"].items()))  # the first source: "source:0"
     start, end = trimmed(source_text, 10, 50)
     quote = source_text[start:end]
-    assert select_text(page, snapshot_selector("source", digest), start, end) == quote
+    assert select_text(page, snapshot_selector("source:0"), start, end) == quote
     expect(page.locator("#claim-selection")).to_contain_text(quote[:20])
     card.locator('[data-claim-action="quote"]').click()
     expect(card.locator(".claim-quote-text")).to_contain_text(f"[{start}, {end})")
@@ -108,9 +108,9 @@ def test_the_adjudicator_resolves_differing_claims_by_writing_a_new_one(
     card.locator('select[data-claim-field="accurate"]').select_option("true")
 
     # The "supported" verdict differs: the adjudicator writes their own, with a reason.
-    page.locator('input[name="pick-verdict-supported"][value="own"]').check()
-    page.locator('select[data-own="verdict-supported"]').select_option("true")
-    page.fill('textarea[data-own-reason="verdict-supported"]', "The new claim is supported.")
+    page.locator('input[name="pick-supported"][value="own"]').check()
+    page.locator('select[data-own="supported"]').select_option("true")
+    page.fill('textarea[data-own-reason="supported"]', "The new claim is supported.")
     expect(page.locator("#claims-summary-value")).to_contain_text("true (1 claim)")
     expect(page.locator("#summary-mismatch")).to_be_hidden()
 

@@ -60,13 +60,14 @@ def test_the_adjudicator_resolves_a_disputed_unit(page, context, events, demo, d
     page.goto(f"/studies/{RISK}/adjudicate/")
     page.click(f'tr[data-unit-id="{unit.pk}"] a')
     expect(page).to_have_url(re.compile(rf"/adjudicate/{unit.pk}/$"))
-    expect(page.locator('tr[data-field="pred-M"]')).to_have_class(re.compile(r"\bdiffers\b"))
+    expect(page.locator('tr[data-field="M"]')).to_have_class(re.compile(r"\bdiffers\b"))
     expect(page.locator("#pick-status")).to_contain_text("1 field still to decide")
 
     # Before a rationale is written, the page says the server will refuse.
-    page.focus('input[name="pick-pred-M"][value="0"]')
+    first_m = page.locator('tr[data-field="M"] td[data-column="0"] input[name="pick-M"]')
+    page.locator('tr[data-field="M"] td[data-column="1"] input[name="pick-M"]').focus()
     page.keyboard.press("1")  # take annotator 1's M (1) with its spans
-    expect(page.locator('input[name="pick-pred-M"][value="0"]')).to_be_checked()
+    expect(first_m).to_be_checked()
     expect(page.locator("#pick-status")).to_contain_text("Every field is decided")
     page.click("#submit-adjudication")
     expect(page.locator("#form-errors")).to_contain_text("Rationale")

@@ -138,7 +138,7 @@ def adjudicate(browser: Any, url: str, first: bool, shoot: Shoot) -> None:
     page.set_viewport_size(SMALL)
     page.evaluate("() => window.scrollTo(0, 450)")
     shoot(page, "first-hour-adjudicate-texts.png")
-    differing = page.locator("tr.field-row.differs input[type=radio][value='0']")
+    differing = page.locator("tr.field-row.differs td[data-column='0'] input[type=radio]")
     assert differing.count() >= 1
     for index in range(differing.count()):
         differing.nth(index).check()

@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from annotator.adjudication.jobs import label_submitted
-from annotator.labelling.forms import annotation_for_page
 from annotator.labelling.models import Label, LabelKind
 from annotator.labelling.selectors import unit_content
 from annotator.labelling.services import assignment_next, label_submit
@@ -76,11 +76,20 @@ def page_data(html: str) -> dict:
     return json.loads(found[1])
 
 
-def final_of(head: Label) -> dict:
-    """What the page sends when the adjudicator takes every value of one annotator."""
-    annotation = annotation_for_page(head.annotation)
-    annotation.pop("rationale", None)
-    return annotation
+def row_html(html: str, field: str) -> str:
+    """The table row of one field."""
+    found = re.search(rf'<tr class="[^"]*" data-field="{re.escape(field)}".*?</tr>', html, re.S)
+    assert found, field
+    return found[0]
+
+
+def cells_of(row: str) -> list[str]:
+    return re.findall(r'<td class="value-cell".*?</td>', row, re.S)
+
+
+def picks_of(head: Label, *fields: str) -> dict[str, str]:
+    """What the page sends when the adjudicator takes ``head``'s value of ``fields``."""
+    return {f"pick-{field}": head.record_digest for field in fields}
 
 
 @pytest.fixture
@@ -201,7 +210,8 @@ def test_nobody_adjudicates_a_unit_they_labelled(study, people, disputed):
     response = client.post(
         url,
         {
-            "annotation": json.dumps(final_of(head)),
+            **picks_of(head, "I", "A", "M", "D", "passage_support", "source_role"),
+            "edits": "{}",
             "rationale": "mine",
             "client_submission_id": str(uuid.uuid4()),
         },
@@ -229,11 +239,18 @@ def test_side_by_side_page_shows_both_labels_and_marks_the_differing_fields(
     assert "ann_a" not in html
     assert "ann_b" not in html
     rows = rows_of(html)
-    assert "differs" in rows["pred-M"]
-    for same in ("pred-I", "pred-A", "pred-D", "passage_support", "source_role"):
+    assert "differs" in rows["M"]
+    for same in ("I", "A", "D", "passage_support", "source_role"):
         assert "differs" not in rows[same], same
-    assert "differs" in rows["spans-M"]  # B left M unresolved, without a span
-    assert {"evidence-d_Q", "spans-I", "spans-passage_support", "note"} <= set(rows)
+    # B left M unresolved, without a span: A's cell lists a span, B's none.
+    first, second = cells_of(row_html(html, "M"))
+    assert "span-item" in first
+    assert "span-item" not in second
+    assert {"d_Q", "note"} <= set(rows)  # an evidence dimension, the annotators' rationales
+    assert "the mean is kept" in row_html(html, "d_Q")
+    assert 'name="pick-d_Q"' not in html  # averaged, never picked
+    for judgment in ("I", "passage_support"):  # the final label's spans, per judgment
+        assert f'data-final-spans="{judgment}"' in html
     # B's rationale is shown as text, in the table and in the page data alike.
     assert "&lt;b&gt;M?&lt;/b&gt; &lt;script&gt;x&lt;/script&gt;" in html
     assert "<script>x</script>" not in html
@@ -243,10 +260,11 @@ def test_side_by_side_page_shows_both_labels_and_marks_the_differing_fields(
         a1.annotation["annotator"],
         b1.annotation["annotator"],
     ]
-    assert data["texts"]["source"] == unit_content(unit=unit).source["text"]
+    source = unit_content(unit=unit).source["text"]
+    assert f'data-snapshot="source" dir="auto">{escape(source)}</div>' in html
     assert "Disputed" in html
-    assert 'name="pick-pred-M" value="0"' in html
-    assert 'name="pick-pred-M" value="own"' in html
+    assert f'name="pick-M" value="{a1.record_digest}"' in html
+    assert 'name="pick-M" value="own"' in html
     assert 'id="rationale"' in html
     assert "(required)" in html
 
@@ -261,7 +279,8 @@ def test_submitting_the_final_label_stores_an_adjudicated_record_over_the_indepe
     client = client_for(people["adj"])
     submission = str(uuid.uuid4())
     body = {
-        "annotation": json.dumps(final_of(disputed["a1"])),
+        **picks_of(disputed["a1"], "M"),
+        "edits": "{}",
         "rationale": "The source's commission notice settles M.",
         "client_submission_id": submission,
         "page_state": "{}",
@@ -302,12 +321,13 @@ def test_submitting_the_final_label_stores_an_adjudicated_record_over_the_indepe
 def test_a_missing_rationale_is_refused_with_the_reason_and_keeps_the_work(study, people, disputed):
     unit = disputed["units"]["u1"]
     url = reverse("adjudication-unit", kwargs={"unit_id": unit.pk})
-    state = {"picks": {"pred-M": "own"}, "own": {"pred-M": "U"}, "claims": []}
+    state = {"own": {"M": "U"}, "ownReason": {}, "removed": [], "added": [], "claims": []}
 
     response = client_for(people["adj"]).post(
         url,
         {
-            "annotation": json.dumps(final_of(disputed["a1"])),
+            "pick-M": "own",
+            "edits": json.dumps({"own": {"M": {"value": None, "reason": ""}}}),
             "rationale": "   ",
             "client_submission_id": str(uuid.uuid4()),
             "page_state": json.dumps(state),
@@ -319,20 +339,22 @@ def test_a_missing_rationale_is_refused_with_the_reason_and_keeps_the_work(study
     assert 'data-code="no_rationale"' in html
     assert "an adjudication needs a written rationale" in html
     assert page_data(html)["restored"] == state
+    assert 'name="pick-M" value="own" checked' in html  # the picks are kept too
     assert not Label.objects.filter(unit=unit, kind=LabelKind.ADJUDICATED).exists()
     assert Unit.objects.get(pk=unit.pk).state == UnitState.DISPUTED
 
 
 def test_a_final_label_the_contract_refuses_shows_the_checkers_reason(study, people, disputed):
     unit = disputed["units"]["u1"]
-    annotation = final_of(disputed["a1"])
-    annotation["predicates"]["M"] = "U"  # the string is not the unresolved value (null)
+    # The string is not the unresolved value (null).
+    edits = {"own": {"M": {"value": "U", "reason": ""}}}
     submission = str(uuid.uuid4())
 
     response = client_for(people["adj"]).post(
         reverse("adjudication-unit", kwargs={"unit_id": unit.pk}),
         {
-            "annotation": json.dumps(annotation),
+            "pick-M": "own",
+            "edits": json.dumps(edits),
             "rationale": "M stays open",
             "client_submission_id": submission,
         },
@@ -382,8 +404,8 @@ def test_answer_claims_units_are_adjudicated_from_verdicts_and_claims(db):
 
     html = client.get(url).content.decode()
     rows = rows_of(html)
-    assert "differs" in rows["verdict-timely"]
-    assert "differs" not in rows["verdict-cited"]
+    assert "differs" in rows["timely"]
+    assert "differs" not in rows["cited"]
     assert "claims" not in rows  # claims are compared in their own aligned table
     assert "last year&#x27;s hours" in html
     # The two claims align on one row that agrees; each can be kept.
@@ -392,12 +414,16 @@ def test_answer_claims_units_are_adjudicated_from_verdicts_and_claims(db):
     assert 'data-keep-claim="0:0"' in html
     assert 'data-keep-claim="1:0"' in html
 
-    annotation = final_of(first)
-    annotation["verdicts"]["timely"] = {"value": None, "reason": "the effective period is unclear"}
+    # The adjudicator's own "timely", the agreeing claim kept (as the page keeps it).
+    edits = {
+        "own": {"timely": {"value": None, "reason": "the effective period is unclear"}},
+        "claims": {"claims": first.annotation["claims"]},
+    }
     response = client.post(
         url,
         {
-            "annotation": json.dumps(annotation),
+            "pick-timely": "own",
+            "edits": json.dumps(edits),
             "rationale": "Neither date is established by the archive.",
             "client_submission_id": str(uuid.uuid4()),
         },

@@ -340,8 +340,8 @@ def test_the_adjudication_form_refuses_hostile_text(world, kind):
     annotation = dict(labels[0].annotation)
     client = client_as(people["adj"])
     for data in (
-        {"annotation": PAGE_BODIES[kind](annotation), "rationale": "fine"},
-        {"annotation": escaped(annotation), "rationale": NUL},
+        {"edits": PAGE_BODIES[kind](annotation), "rationale": "fine"},
+        {"edits": escaped(annotation), "rationale": NUL},
     ):
         response = client.post(
             f"/adjudicate/{unit.pk}/", {**data, "client_submission_id": str(uuid.uuid4())}
