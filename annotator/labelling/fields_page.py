@@ -40,11 +40,6 @@ def panes_template(unit_kind: str) -> str:
     return f"annotator/panes/{unit_kind}.html"
 
 
-def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
-    """A codebook of format 2: one that declares its fields."""
-    return isinstance(definition, Mapping) and definition.get("format_version") == 2
-
-
 def _is_bare_binary(field: Field) -> bool:
     """A 0/1 grade whose options have no names, definitions or keys of their own (format
     1's predicates and passage support): shown as "1 yes" and "0 no", keys 1 and 0."""

@@ -1,8 +1,8 @@
 """Input parsing and page data for the annotation pages.
 
 The forms only read the request: the rules on annotations live in the record contract,
-called by ``annotator.labelling.services``. The ``*_for_page`` helpers shape what a page may show an
-annotator — never a weight, a priority or anything about other people.
+called by ``annotator.labelling.services``; what a page shows of a codebook comes from its
+engine fields (``annotator.labelling.fields_page``).
 """
 
 from __future__ import annotations
@@ -82,87 +82,6 @@ class SubmitForm(forms.Form):
             return _json_object(self.data.get("annotation", ""), "annotation")
         except forms.ValidationError:
             return None
-
-
-def annotation_for_page(annotation: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A stored or submitted annotation as the form edits it: evidence as plain values (the
-    codebook's weights stay on the server) and without the fields only the server sets."""
-    if not isinstance(annotation, dict):
-        return None
-    shown = {
-        key: value
-        for key, value in annotation.items()
-        if key not in {"kind", "annotator", "assisted"}
-    }
-    evidence = shown.get("evidence")
-    if isinstance(evidence, dict):
-        shown["evidence"] = {
-            key: value.get("value") if isinstance(value, dict) else value
-            for key, value in evidence.items()
-        }
-    return shown
-
-
-def codebook_for_page(definition: dict[str, Any]) -> dict[str, Any]:
-    """What the form shows of a codebook: definitions, labels and shortcuts. Evidence
-    weights are left out: they make the review priority, which annotators never see."""
-    page: dict[str, Any] = {
-        "name": definition.get("name"),
-        "version": definition.get("version"),
-        "unit": definition.get("unit"),
-        "title": definition.get("title"),
-        "description": definition.get("description"),
-    }
-    if definition.get("unit") == "tuple":
-        page["predicates"] = [
-            {
-                "key": item["key"],
-                "label": item.get("label", item["key"]),
-                "definition": item.get("definition", ""),
-                "shortcut": item.get("shortcut"),
-            }
-            for item in definition.get("predicates", [])
-        ]
-        support = definition.get("passage_support") or {}
-        page["passage_support"] = {
-            "label": support.get("label", "Passage support"),
-            "definition": support.get("definition", ""),
-        }
-        page["source_roles"] = [
-            {
-                "key": item["key"],
-                "label": item.get("label", item["key"]),
-                "look_for": item.get("look_for", ""),
-            }
-            for item in definition.get("source_roles", [])
-        ]
-        page["evidence_dimensions"] = [
-            {
-                "key": item["key"],
-                "label": item.get("label", item["key"]),
-                "definition": item.get("definition", ""),
-            }
-            for item in definition.get("evidence_dimensions", [])
-        ]
-    else:
-        page["verdicts"] = [
-            {
-                "key": item["key"],
-                "label": item.get("label", item["key"]),
-                "definition": item.get("definition", ""),
-            }
-            for item in definition.get("verdicts", [])
-        ]
-        page["claim_kinds"] = [
-            {
-                "key": item["key"],
-                "label": item.get("label", item["key"]),
-                "definition": item.get("definition", ""),
-            }
-            for item in definition.get("claim_kinds", [])
-        ]
-        page["reasons"] = definition.get("reasons", "required")
-    return page
 
 
 def error_sentence(form: forms.Form) -> tuple[str, str]:

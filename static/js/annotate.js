@@ -432,10 +432,13 @@
       // (a refused or stale submission is not held yet, so it is saved as the draft).
       ackedJson = initial.origin === "submitted" ? null : currentJson();
       const local = readLocal();
+      // A copy the form cannot read (kept by an earlier form, in another shape) is left
+      // out: the server's draft holds that form's work.
+      const readable = !controller.readable || (local && controller.readable(local.state));
       const fresh =
-        local && local.dirty && local.state && local.parent === data.parent_digest;
-      if (local && local.parent !== data.parent_digest) {
-        dropLocal(); // made for an earlier revision, which has been submitted since
+        local && local.dirty && local.state && readable && local.parent === data.parent_digest;
+      if (local && (local.parent !== data.parent_digest || !readable)) {
+        dropLocal(); // made for an earlier revision (submitted since), or unreadable
       }
       if (initial.origin === "submitted") {
         // Refused or stale: the form holds what was sent; store it as the draft too.

@@ -774,7 +774,19 @@
       }
     });
 
-    return { collect: collect, apply: apply, toAnnotation: toAnnotation, problems: problems, refresh: refresh };
+    /** Whether a state (a copy kept in this browser) is this form's: the engine's view. */
+    function readable(state) {
+      return Boolean(state && typeof state === "object" && "values" in state);
+    }
+
+    return {
+      collect: collect,
+      apply: apply,
+      toAnnotation: toAnnotation,
+      problems: problems,
+      refresh: refresh,
+      readable: readable,
+    };
   }
 
   window.ClaimgateAnnotate.register("fields", fieldsForm);

@@ -298,3 +298,41 @@ def test_the_toolbar_goes_when_another_selection_starts(page, context, events, d
     expect(span_items(page, judgment)).to_have_attribute("data-start", str(span["start"]))
     expect(span_items(page, judgment)).to_have_attribute("data-end", str(span["end"]))
     assert events.page_errors == []
+
+
+def test_work_kept_by_the_first_source_risk_form_opens(page, context, events, demo):
+    """A draft the format-1 form stored (its evidence values bare) opens in the generic
+    form; that form's copy in this browser, in its own shape, is left for the draft."""
+    import json
+
+    from annotator.labelling.services import draft_save
+
+    unit = unit_where(demo.studies[RISK], **RAMEN)
+    texts = texts_of(unit)
+    assignment = assign(unit, demo.users["annotator1"])
+    judgment, snapshot, needle = RAMEN_SPANS[0]
+    span = expected_span(snapshot, texts[snapshot], needle)
+    old = {
+        "predicates": {"I": 1, "A": None},
+        "source_role": "user_generated",
+        "spans": {"I": [span]},
+        "evidence": {"d_Q": 0.6},
+        "rationale": "from the first form",
+    }
+    draft = draft_save(assignment=assignment, payload=old, base_version=None)
+    copy = {"state": old, "dirty": True, "base": draft.version, "parent": "", "at": 0}
+    context.add_init_script(
+        "window.localStorage.setItem("
+        f"{json.dumps(f'claimgate:assignment:{assignment.pk}')}, {json.dumps(json.dumps(copy))})"
+    )
+    login_fast(context, demo.users["annotator1"], demo.url)
+    open_form(page, assignment)
+
+    expect(page.locator('input[name="field-I"][value="1"]')).to_be_checked()
+    expect(page.locator('input[name="field-A"][value="U"]')).to_be_checked()
+    expect(page.locator('input[name="field-source_role"][value="user_generated"]')).to_be_checked()
+    expect(page.locator('input[name="field-d_Q"]')).to_have_value("0.6")
+    expect(span_items(page, judgment)).to_have_attribute("data-start", str(span["start"]))
+    expect(page.locator('textarea[name="rationale"]')).to_have_value("from the first form")
+    expect(page.locator("#restore-notice")).to_be_hidden()
+    assert events.page_errors == []
