@@ -1,18 +1,21 @@
-"""What the pages show of a format-2 codebook: its fields as form controls, an
-annotation's values as text, and the contract's problems attached to the field they name.
+"""What the pages show of a codebook: its fields as form controls, an annotation's values
+as text, and the contract's problems attached to the field they name.
 
-Driven only by the codebook's ``fields`` (docs/formats.md, "Codebook format 2"), as the
-record contract parses them (``audit.contract.fields``): no field code or codebook name is
-known here.
+Driven only by the codebook's engine fields (``audit.contract.engine.engine_of``: a
+format-2 codebook's ``fields`` as written, a format-1 codebook's judgments, evidence
+dimensions and claims as the adapter describes them; docs/formats.md): no field code,
+codebook name or unit kind is known here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from audit.contract.codebook import Codebook, codebook_from_dict
+from audit.contract.codebook import Codebook
+from audit.contract.engine import ABSENT, Engine, engine_of, engine_values, value_at
 from audit.contract.fields import Field
 
 #: The value a radio group sends for U (the annotation stores ``null``).
@@ -22,6 +25,13 @@ U_KEY = "u"
 OPTION_TYPES = frozenset({"choice", "grade", "verdict"})
 #: Set-level relations between the documents of a query_documents unit.
 RELATION_TYPES = frozenset({"links", "groups"})
+#: The claims editor's keys (static/js/claims.js), by action; a key the codebook gives a
+#: field goes to that field instead.
+CLAIM_ACTION_KEYS = {"add": "a", "quote": "q", "next": "n", "previous": "p", "verdicts": "v"}
+#: The claim verdicts that have a key and a label of their own (any other claim verdict is
+#: labelled by its code and reached with the mouse or Tab).
+CLAIM_VERDICT_KEYS = {"supported": "s", "accurate": "c"}
+CLAIM_VERDICT_LABELS = {"supported": "Supported by the quote", "accurate": "Accurate"}
 
 
 def panes_template(unit_kind: str) -> str:
@@ -30,12 +40,25 @@ def panes_template(unit_kind: str) -> str:
     return f"annotator/panes/{unit_kind}.html"
 
 
-def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
-    """A codebook of format 2: one that declares its fields."""
-    return isinstance(definition, Mapping) and definition.get("format_version") == 2
+def _is_bare_binary(field: Field) -> bool:
+    """A 0/1 grade whose options have no names, definitions or keys of their own (format
+    1's predicates and passage support): shown as "1 yes" and "0 no", keys 1 and 0."""
+    return (
+        field.type == "grade"
+        and sorted(option.code for option in field.options) == [0, 1]
+        and all(
+            option.label == str(option.code) and not option.definition and not option.key
+            for option in field.options
+        )
+    )
 
 
 def _option_rows(field: Field) -> list[dict[str, Any]]:
+    if _is_bare_binary(field):
+        return [
+            {"value": "1", "label": "yes", "text": "1 yes", "definition": "", "key": "1"},
+            {"value": "0", "label": "no", "text": "0 no", "definition": "", "key": "0"},
+        ]
     if field.type == "verdict":
         return [
             {"value": "true", "label": "true", "text": "true", "definition": "", "key": "1"},
@@ -64,9 +87,78 @@ def _option_rows(field: Field) -> list[dict[str, Any]]:
     return rows
 
 
-def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
-    """Each field of a parsed format-2 codebook as the form renders it, in codebook order."""
+def _range_step(field: Field) -> float | None:
+    if field.type != "number":
+        return None
+    if field.step is not None:
+        return field.step
+    low = 0.0 if field.minimum is None else field.minimum
+    high = 1.0 if field.maximum is None else field.maximum
+    return round((high - low) / 20, 12) or None
+
+
+def claims_widget(
+    field: Field,
+    *,
+    format_version: int,
+    taken: Iterable[str] = (),
+    kind_labels: Mapping[str, str] | None = None,
+    reason_required: bool | None = None,
+) -> dict[str, Any]:
+    """How the claims editor (static/js/claims.js) edits a ``claims`` field: its kinds, its
+    claim verdicts, the claim shape it writes and its keys.
+
+    A format-2 claim cites its source by snapshot name (``source``: ``source:N``) and has
+    one key per claim verdict; a format-1 claim (the engine's claims field of a format-1
+    answer codebook) cites it by digest (``source_digest``) and keeps ``supported`` and
+    ``accurate``, and its answer-level ``supported`` verdict must equal the claims' summary
+    (the form warns; the server refuses a mismatch). ``taken`` are the keys the codebook
+    gives fields: an editor key among them is left to the field; ``kind_labels`` name the
+    kinds (format 2 names them by code); ``reason_required`` says whether a verifiable
+    claim needs a reason (default: as its format does: format 1 requires one unless the
+    codebook's ``reasons`` are optional, format 2 leaves it to people)."""
+    taken = {key.lower() for key in taken if key}
+    labels = kind_labels or {}
+    format1 = format_version == 1
+    return {
+        "shape": "format1" if format1 else "format2",
+        "source_key": "source_digest" if format1 else "source",
+        "kinds": [{"key": kind, "label": labels.get(kind, kind)} for kind in field.claim_kinds],
+        "verdicts": [
+            {
+                "code": code,
+                "label": CLAIM_VERDICT_LABELS.get(code, code),
+                "key": ""
+                if CLAIM_VERDICT_KEYS.get(code, "") in taken
+                else CLAIM_VERDICT_KEYS.get(code, ""),
+            }
+            for code in field.claim_verdicts
+        ],
+        # The "supported" summary of the claims, shown as the claims change.
+        "summary": "supported" in field.claim_verdicts,
+        # Format 1 refuses an answer-level "supported" that differs from the summary.
+        "summary_verdict": "supported" if format1 and "supported" in field.claim_verdicts else "",
+        "reason_required": format1 if reason_required is None else reason_required,
+        "keys": {
+            action: ("" if key in taken else key) for action, key in CLAIM_ACTION_KEYS.items()
+        },
+    }
+
+
+def fields_for_page(
+    codebook: Codebook | Engine | _Dimensions, *, kind_labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too)
+    as the form renders it, in codebook order; ``kind_labels`` name the claim kinds of a
+    claims field (format 1 has labels for them). An engine's evidence dimensions are not
+    among them (:func:`dimensions_for_page`)."""
     fields = []
+    taken = [field.key for field in codebook.fields if field.key]
+    # Format 1 requires a reason on a verifiable claim when it requires one on its verdicts.
+    claim_reasons = any(
+        field.type == "verdict" and field.reason == "required" for field in codebook.fields
+    )
+    claims_seen = False
     for field in codebook.fields:
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
@@ -84,6 +176,9 @@ def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
                 "code": field.code,
                 "type": field.type,
                 "label": field.label,
+                # Where room is short (the evidence toolbar): a code of one or two
+                # letters (format 1's I, A, M, D) names its field as the protocol does.
+                "short": field.code if len(field.code) <= 2 else field.label,
                 "definition": field.definition,
                 "key": field.key or "",
                 "allow_u": field.allow_u,
@@ -96,28 +191,137 @@ def fields_for_page(codebook: Codebook) -> list[dict[str, Any]]:
                 "min": 0 if field.minimum is None else field.minimum,
                 "max": 1 if field.maximum is None else field.maximum,
                 "step": "any" if field.step is None else field.step,
+                # The slider beside a number's input moves in twentieths of its range
+                # unless the field has a step of its own.
+                "range_step": _range_step(field),
             }
         )
+        if field.type == "claims" and not claims_seen:
+            # One claims editor per form (its elements have ids of their own).
+            claims_seen = True
+            fields[-1]["claims"] = claims_widget(
+                field,
+                format_version=codebook.format_version,
+                taken=taken,
+                kind_labels=kind_labels,
+                reason_required=claim_reasons if codebook.format_version == 1 else None,
+            )
     return fields
 
 
-def codebook_fields_for_page(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """The page's codebook: names, prose, fields and derived values (a format-2 codebook
-    declares nothing that annotators may not see)."""
-    codebook = codebook_from_dict(definition)
+@dataclass(frozen=True)
+class _Dimensions:
+    """An engine's evidence dimensions, read as fields."""
+
+    fields: tuple[Field, ...]
+    format_version: int
+
+
+def dimensions_for_page(engine: Engine) -> list[dict[str, Any]]:
+    """A format-1 codebook's evidence dimensions as the form renders them: number fields
+    (their weights are never on a page)."""
+    return fields_for_page(_Dimensions(engine.dimensions, engine.format_version))
+
+
+def _claim_kinds(definition: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The claim kinds a codebook names and defines (format 1's ``claim_kinds``)."""
+    kinds = definition.get("claim_kinds")
+    return [
+        {
+            "key": str(kind["key"]),
+            "label": str(kind.get("label") or kind["key"]),
+            "definition": str(kind.get("definition") or ""),
+        }
+        for kind in (kinds if isinstance(kinds, list) else [])
+        if isinstance(kind, Mapping) and "key" in kind
+    ]
+
+
+def codebook_fields_for_page(
+    definition: Mapping[str, Any], engine: Engine | None = None
+) -> dict[str, Any]:
+    """The page's codebook: names, prose, the engine's fields (a format-1 codebook's
+    evidence dimensions among them, as number fields after its judgments) and derived
+    values. Only what annotators may see: an evidence dimension's weight makes the review
+    priority and is never on a page."""
+    engine = engine or engine_of(definition)
+    kinds = _claim_kinds(definition)
     return {
-        "name": codebook.name,
-        "version": codebook.version,
-        "unit": codebook.unit,
+        "name": definition.get("name"),
+        "version": definition.get("version"),
+        "unit": engine.unit,
         "title": definition.get("title"),
         "description": definition.get("description"),
-        "format_version": codebook.format_version,
-        "fields": fields_for_page(codebook),
+        "format_version": engine.format_version,
+        # The evidence dimensions after the judgments, as the first form had them.
+        "fields": fields_for_page(
+            engine, kind_labels={kind["key"]: kind["label"] for kind in kinds}
+        )
+        + dimensions_for_page(engine),
+        "claim_kinds": kinds,
         "derived": [
             {"code": item.code, "rule": item.rule, "label": item.label or item.code}
-            for item in codebook.derived
+            for item in engine.derived
         ],
     }
+
+
+# --- the form's state ---------------------------------------------------------------------
+
+#: What an annotation holds beside its judgments that the form edits too.
+FORM_EXTRAS = ("rationale",)
+
+
+def _bare_values_read(engine: Engine, annotation: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An annotation whose value objects (``{"value": ...}``, a format-1 evidence
+    dimension's) are given bare, as the first format-1 form's drafts kept them, with each
+    bare value in its object, so that the engine reads it."""
+    fixed: dict[str, Any] | None = None
+    for path in engine.paths.values():
+        if len(path) < 2 or path[-1] != "value":
+            continue
+        held = value_at(annotation, path[:-1])
+        if held is ABSENT or isinstance(held, Mapping):
+            continue
+        fixed = fixed if fixed is not None else _deep_copy_path(annotation)
+        target = fixed
+        for step in path[:-2]:
+            target = target.setdefault(step, {}) if isinstance(target, dict) else {}
+        if isinstance(target, dict):
+            target[path[-2]] = {"value": held}
+    return fixed if fixed is not None else annotation
+
+
+def _deep_copy_path(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _deep_copy_path(item) for key, item in value.items()}
+    return value
+
+
+def form_state(engine: Engine, annotation: Any) -> dict[str, Any] | None:
+    """A stored annotation, a submitted one or a draft as the form edits it: the engine's
+    view (``values``, ``reasons``, ``spans`` and, for query_documents, ``documents``)
+    with the rationale. Read by the engine (:func:`audit.contract.engine.engine_values`),
+    so a draft kept in a codebook's stored shape (format 1's) opens as well as one in the
+    view's; a weight is never part of it."""
+    if not isinstance(annotation, Mapping):
+        return None
+    view = dict(engine_values(engine, _bare_values_read(engine, annotation)))
+    for key in FORM_EXTRAS:
+        if key in annotation:
+            view[key] = annotation[key]
+    return view
+
+
+def as_form_state(engine: Engine, given: Any) -> dict[str, Any] | None:
+    """What a page hands the form: a state it sent (the engine's view, with ``values``)
+    as it is, an annotation in the codebook's stored shape (a label, a draft) read by
+    :func:`form_state`."""
+    if not isinstance(given, Mapping):
+        return None
+    if "values" in given:
+        return dict(given)
+    return form_state(engine, given)
 
 
 # --- values as text ------------------------------------------------------------------------
@@ -292,6 +496,26 @@ def problem_field(
     return None
 
 
+_PATH_CLAIM = re.compile(r"^(?:annotation\.)?values\.([^.\[ ]+)\[(\d+)\]\.?(.*)$")
+
+
+def claim_message(path: str, annotation: Mapping[str, Any] | None, message: str) -> str:
+    """A problem inside one claim of a claims field, named by the claim's id (and the key
+    of the claim it concerns): "Claim c1, accurate: is missing". Other messages as given."""
+    match = _PATH_CLAIM.match(path or "")
+    if not match or not isinstance(annotation, Mapping):
+        return message
+    value = _mapping(annotation.get("values")).get(match.group(1))
+    index = int(match.group(2))
+    if not isinstance(value, list) or index >= len(value) or not isinstance(value[index], Mapping):
+        return message
+    claim_id = value[index].get("id")
+    if not isinstance(claim_id, str) or "span" not in value[index]:
+        return message
+    rest = match.group(3)
+    return f"Claim {claim_id}{', ' + rest if rest else ''}: {message}"
+
+
 _POSITIONS = re.compile(r"a document position from 0 to (\d+)")
 
 
@@ -320,6 +544,9 @@ def problems_by_field(
         item = dict(problem)
         if codes:
             item["message"] = readable_message(str(item.get("message") or ""))
+        item["message"] = claim_message(
+            str(item.get("path") or ""), annotation, str(item.get("message") or "")
+        )
         code = problem_field(str(item.get("path") or ""), annotation, codes)
         if code is None or code in codes:
             rest.append(item)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,10 +26,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
 from annotator.labelling.fields_page import (
+    as_form_state,
     codebook_fields_for_page,
     document_cards,
     fields_rows,
-    is_fields_codebook,
     panes_template,
     problems_by_field,
     with_problems,
@@ -37,9 +37,6 @@ from annotator.labelling.fields_page import (
 from annotator.labelling.forms import (
     DraftForm,
     SubmitForm,
-    annotation_for_page,
-    annotation_rows,
-    codebook_for_page,
     error_sentence,
 )
 from annotator.labelling.models import Assignment
@@ -59,6 +56,7 @@ from annotator.labelling.services import (
     RevisionUnchanged,
     StaleRevision,
     SubmissionIdReused,
+    annotation_from_form,
     assignment_next,
     draft_discard,
     draft_save,
@@ -67,6 +65,7 @@ from annotator.labelling.services import (
 )
 from annotator.labelling.throttling import submit_wait
 from audit.archive.models import CodebookUnit
+from audit.contract.engine import engine_of
 
 #: How many of an annotator's items the start page lists at once (newest first).
 START_PAGE_SIZE = 50
@@ -75,20 +74,9 @@ START_PAGE_SIZE = 50
 AFTER_SUBMIT_NEXT = "next"
 AFTER_SUBMIT_LIST = "list"
 AFTER_SUBMIT_KEY = "annotate_after_submit"
-TEMPLATES = {
-    CodebookUnit.TUPLE: "annotator/form_source_risk.html",
-    CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
-}
-#: A format-2 codebook's one form, whatever its unit kind; the unit's texts come from
-#: the panes of its kind.
-FIELDS_TEMPLATE = "annotator/form_fields.html"
-
-
-def form_template(assignment: Assignment) -> str:
-    codebook = assignment.study.codebook
-    if is_fields_codebook(codebook.definition):
-        return FIELDS_TEMPLATE
-    return TEMPLATES[codebook.unit]
+#: The one form of every codebook (format 1 too, on the engine), whatever its unit kind;
+#: the unit's texts come from the panes of its kind.
+FORM_TEMPLATE = "annotator/form_fields.html"
 
 
 def session_required(template: str) -> Callable:
@@ -166,39 +154,32 @@ def _form_context(
     stale: bool = False,
     problems: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Everything the form page needs. ``submitted`` is the annotation the user just sent
-    (shown again after a refusal, so that nothing is lost); ``problems`` are the record
-    contract's (format-2 codebooks), each shown next to the field it names."""
+    """Everything the form page needs, from the codebook's engine fields. ``submitted`` is
+    what the user just sent, the form's state (shown again after a refusal, so that
+    nothing is lost); ``problems`` are the record contract's, each shown next to the field
+    it names."""
     study = assignment.study
+    definition = study.codebook.definition
+    engine = engine_of(definition)
     form_url = reverse("assignment-form", kwargs={"pk": assignment.pk})
     content = unit_content(unit=assignment.unit)
-    generic = is_fields_codebook(study.codebook.definition)
-    if generic:
-        codebook = codebook_fields_for_page(study.codebook.definition)
-    else:
-        codebook = codebook_for_page(study.codebook.definition)
+    codebook = codebook_fields_for_page(definition, engine)
+    as_state = partial(as_form_state, engine)
     draft = draft_of(assignment=assignment)
     head = label_head(assignment=assignment)
     # An answer pair's label is shown in the annotator's own left/right (pair_page).
-    head_annotation = (
-        annotation_for_page(annotation_seen(study.codebook.definition, head.annotation))
-        if head
-        else None
-    )
+    head_annotation = as_state(annotation_seen(definition, head.annotation)) if head else None
 
     if submitted is not None:
-        origin, initial = "submitted", annotation_for_page(submitted)
+        origin, initial = "submitted", as_state(submitted)
     elif draft is not None and draft.payload:
-        origin, initial = "draft", draft.payload
+        origin, initial = "draft", as_state(draft.payload)
     elif head_annotation is not None:
         origin, initial = "head", head_annotation
     else:
         origin, initial = "empty", None
 
-    is_tuple = content.codebook_unit == CodebookUnit.TUPLE
     texts: dict[str, Any] = {"query": content.query["text"], "answer": content.answer["text"]}
-    if is_tuple:
-        texts["source"] = content.source["text"]
     sources = [
         {
             "index": index,
@@ -208,27 +189,21 @@ def _form_context(
         }
         for index, source in enumerate(content.sources)
     ]
-    is_documents = content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
     pair = None
     if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
         # Two answers named by their place only, in this annotator's recorded order.
         sides = pair_sides_of(assignment) or {}
         pair, texts, sources = pair_sides_shown(content, sides), pair_texts(content, sides), []
-    elif generic and is_documents:
-        # A query with its documents in rank order, named as spans name them: "document:N".
+    else:
+        # Every snapshot a span may cite, named as spans name it (a tuple's "source", an
+        # answer's "source:N", a query's "document:N" in rank order); the unit kind's
+        # panes show them.
         texts.update(content.texts)
-    elif generic:
-        # Snapshots are named as spans name them: "source:N" for an answer's N-th source.
-        for index, source in enumerate(content.sources if not is_tuple else []):
-            texts[f"source:{index}"] = source["text"]
+    is_documents = content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
     page_data = {
         "assignment": assignment.pk,
         "unit": content.codebook_unit,
         "texts": texts,
-        # A tuple's one source is in ``texts``; an answer's sources are told apart by digest.
-        "sources": []
-        if is_tuple or generic
-        else [{**source, "text": content.sources[source["index"]]["text"]} for source in sources],
         "failed": content.answer["status"] == "failed",
         "codebook": codebook,
         "initial": {"origin": origin, "state": initial},
@@ -236,10 +211,9 @@ def _form_context(
         "draft_version": draft.version if draft else 0,
         "parent_digest": head.record_digest if head else "",
         "storage_key": _storage_key(assignment),
+        "form": "fields",
     }
-    if generic:
-        page_data["form"] = "fields"
-    if generic and is_documents:
+    if is_documents:
         page_data["documents"] = len(content.documents)
     context: dict[str, Any] = {
         "study": study,
@@ -249,7 +223,7 @@ def _form_context(
         "answer": content.answer if pair is None else None,
         "sources": list(zip(sources, content.sources if pair is None else [], strict=True)),
         "pair": pair,
-        "source": content.sources[0] if is_tuple else None,
+        "source": content.source if "source" in texts else None,
         "codebook": codebook,
         "draft": draft,
         "draft_version": draft.version if draft else 0,
@@ -261,41 +235,35 @@ def _form_context(
         "login_url": f"{reverse('login')}?{urlencode({'next': form_url})}",
         "after_submit": AFTER_SUBMIT_NEXT,
     }
-    if generic:
-        per_document = [f["code"] for f in codebook["fields"] if f["placement"] == "document"]
-        by_field, general = problems_by_field(problems or [], submitted, per_document)
-        context["fields"] = with_problems(
-            [f for f in codebook["fields"] if f["placement"] != "document"], by_field
-        )
-        context["general_problems"] = general
-        if is_documents:
-            if problems and error is not None:
-                # The contract's sentence lists every path; the page shows each problem
-                # next to its field and document instead.
-                count = len(problems)
-                context["error"] = (
-                    error[0],
-                    f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
-                    "named next to the document and field it concerns.",
-                )
-            context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
-            context["document_choices"] = [
-                {"index": index, "number": index + 1} for index in range(len(content.documents))
-            ]
-        context["evidence_fields"] = [
-            field
-            for field in codebook["fields"]
-            if field["evidence"] != "none" or field["type"] == "spans"
+    per_document = [f["code"] for f in codebook["fields"] if f["placement"] == "document"]
+    by_field, general = problems_by_field(problems or [], submitted, per_document)
+    context["fields"] = with_problems(
+        [f for f in codebook["fields"] if f["placement"] != "document"], by_field
+    )
+    context["general_problems"] = general
+    if is_documents:
+        if problems and error is not None:
+            # The contract's sentence lists every path; the page shows each problem
+            # next to its field and document instead.
+            count = len(problems)
+            context["error"] = (
+                error[0],
+                f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
+                "named next to the document and field it concerns.",
+            )
+        context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
+        context["document_choices"] = [
+            {"index": index, "number": index + 1} for index in range(len(content.documents))
         ]
-        context["panes_template"] = panes_template(content.codebook_unit)
+    context["evidence_fields"] = [
+        field
+        for field in codebook["fields"]
+        if field["evidence"] != "none" or field["type"] == "spans"
+    ]
+    context["panes_template"] = panes_template(content.codebook_unit)
     if stale:
-        rows = (
-            (lambda annotation: fields_rows(annotation, codebook["fields"]))
-            if generic
-            else (lambda annotation: annotation_rows(annotation, codebook))
-        )
-        mine = rows(annotation_for_page(submitted))
-        latest = rows(head_annotation)
+        mine = fields_rows(as_state(submitted), codebook["fields"])
+        latest = fields_rows(head_annotation, codebook["fields"])
         # Rows are marked where the versions differ, so that the eye finds the change.
         context["stale"] = {
             "mine": [(label, value, (label, value) not in latest) for label, value in mine],
@@ -317,13 +285,15 @@ def assignment_form(request: HttpRequest, pk: int) -> HttpResponse:
     context["after_submit"] = request.session.get(AFTER_SUBMIT_KEY, AFTER_SUBMIT_NEXT)
     context["forget_storage"] = request.session.pop("forget_storage", None)
     if context["head"] is not None and context["draft"] is None and "revise" not in request.GET:
-        context["rows"] = (
-            fields_rows(context["head_annotation"], context["codebook"]["fields"])
-            if "fields" in context
-            else annotation_rows(context["head_annotation"], context["codebook"])
-        )
+        context["rows"] = fields_rows(context["head_annotation"], context["codebook"]["fields"])
         return render(request, "annotator/submitted.html", context)
-    return render(request, form_template(assignment), context)
+    return render(request, FORM_TEMPLATE, context)
+
+
+def _stored(assignment: Assignment, state: Any) -> Any:
+    """What the form sent (a draft or a submission: the form's state) as the codebook
+    stores it."""
+    return annotation_from_form(engine=engine_of(assignment.study.codebook.definition), state=state)
 
 
 @session_required("annotator/_draft_status.html")
@@ -338,7 +308,7 @@ def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         draft = draft_save(
             assignment=assignment,
-            payload=form.cleaned_data["payload"],
+            payload=_stored(assignment, form.cleaned_data["payload"]),
             base_version=form.cleaned_data["version"],
         )
     except DraftConflict as exc:
@@ -357,7 +327,7 @@ def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
-    template = form_template(assignment)
+    template = FORM_TEMPLATE
     form = SubmitForm(request.POST)
     wait = submit_wait(request.user.pk)
     if wait is not None:
@@ -367,37 +337,41 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
             f"here: submit again in {seconds} second{'s' if seconds != 1 else ''}."
         )
         context = _form_context(
-            assignment, submitted=form.raw_annotation, error=("throttled", sentence)
+            assignment,
+            submitted=form.raw_annotation,
+            error=("throttled", sentence),
         )
         response = render(request, template, context, status=429)
         response["Retry-After"] = str(seconds)
         return response
     if not form.is_valid():
         context = _form_context(
-            assignment, submitted=form.raw_annotation, error=error_sentence(form)
+            assignment,
+            submitted=form.raw_annotation,
+            error=error_sentence(form),
         )
         return render(request, template, context, status=400)
-    annotation = form.cleaned_data["annotation"]
+    state = form.cleaned_data["annotation"]
     after = request.POST.get("after_submit")
     if after in (AFTER_SUBMIT_NEXT, AFTER_SUBMIT_LIST):
         request.session[AFTER_SUBMIT_KEY] = after
     try:
         submission = label_submit(
             assignment=assignment,
-            annotation=annotation,
+            annotation=_stored(assignment, state),
             client_submission_id=form.cleaned_data["client_submission_id"],
             parent_digest=form.cleaned_data["parent_digest"],
         )
     except StaleRevision as exc:
         context = _form_context(
             assignment,
-            submitted=annotation,
+            submitted=state,
             error=(exc.code, _STALE_SENTENCE),
             stale=True,
         )
         return render(request, template, context, status=409)
     except SubmissionIdReused as exc:
-        context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
+        context = _form_context(assignment, submitted=state, error=(exc.code, exc.message))
         return render(request, template, context, status=409)
     except RevisionUnchanged as exc:
         # Nothing to store: the stored revision stands, and the draft that repeated it goes.
@@ -412,7 +386,7 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     except (LabelRefused, AnnotationError) as exc:
         context = _form_context(
             assignment,
-            submitted=annotation,
+            submitted=state,
             error=(exc.code, exc.message),
             problems=getattr(exc, "problems", None),
         )

@@ -1,16 +1,30 @@
 /*
- * The answer-claims form: claims selected in the answer, each with a source, a quote span
- * in that source and its judgments, then the six answer-level verdicts. Uses the shared
- * machinery of annotate.js (ClaimgateAnnotate) and the span helpers of spans.js.
+ * The claims editor: claims selected in the answer, each with a source, a quote span in
+ * that source, a kind, a reason and its claim verdicts (true, false or unknown), with its
+ * keyboard (a, q, n, p, s, c, v, then t / f / u; ? lists them; Ctrl+Enter submits).
+ *
+ * It is the widget of a `claims` field in the generic form (fields.js mounts it through
+ * window.ClaimgateFieldWidgets.claims; its elements are templates/annotator/fields/_claims.html),
+ * and the claims part of the format-1 answer form (form_answer_claims.html, registered for
+ * unit "answer" below). Uses the shared machinery of annotate.js and the span helpers of
+ * spans.js.
+ *
+ * The field says what a claim looks like (`field.claims`, annotator/labelling/fields_page.py):
+ * a format-2 claim cites its source by snapshot name (`source`: "source:N") and has one key
+ * per claim verdict of the field; a format-1 claim cites it by digest (`source_digest`) and
+ * has `supported` and `accurate`.
  */
 (function () {
   "use strict";
 
-  if (!window.ClaimgateAnnotate) {
-    return;
-  }
-
-  const VALUES = { true: true, false: false, null: null };
+  const VALUES = { true: true, false: false, null: null, U: null };
+  // The radio values of true / false / unknown: a claim's and a format-1 verdict's
+  // unknown is "null", a generic verdict field's U is "U".
+  const KEY_VALUES = { t: ["true"], f: ["false"], u: ["null", "U"] };
+  const VERDICT_PROBLEMS = {
+    supported: "choose whether the quote supports it (true, false or unknown).",
+    accurate: "choose whether it is accurate (true, false or unknown).",
+  };
 
   function toRadio(value) {
     if (value === true) {
@@ -26,7 +40,6 @@
     return value === undefined ? undefined : VALUES[value];
   }
 
-
   function shown(value) {
     if (value === true) {
       return "true";
@@ -37,9 +50,22 @@
     return "unknown";
   }
 
-  function claimsForm(core) {
-    const data = core.data;
-    const codebook = data.codebook;
+  /**
+   * The claims editor on the page's claims elements (#claims, #claim-template, #add-claim,
+   * #selection-preview, #show-shortcuts, #shortcuts-dialog; one editor per page).
+   *
+   * `config`: {shape ("format1" | "format2"), source_key, kinds [{key, label}], verdicts
+   * [{code, label, key}], summary, summary_verdict, reason_required, keys {add, quote, next,
+   * previous, verdicts}} (a key "" is not used), and optionally `sources` [{value, name,
+   * digest, label}] (else read from the template's source list).
+   * `hooks`: {failed, stated(state) (the answer-level summary verdict, undefined when not
+   * chosen), verdictLabel, verdictSets() (the answer-level verdict fieldsets that v goes
+   * through)}.
+   *
+   * Its value is the list of claims in the field's shape; a claim verdict not chosen is
+   * left out (`toValue` writes it as null for format 1, whose form refuses it before).
+   */
+  function claimsEditor(core, config, hooks) {
     const form = document.getElementById("label-form");
     const list = document.getElementById("claims");
     const template = document.getElementById("claim-template");
@@ -48,28 +74,61 @@
     const summaryValue = document.getElementById("claims-summary-value");
     const mismatch = document.getElementById("summary-mismatch");
     const mismatchValue = document.getElementById("summary-mismatch-value");
-    const rationale = form.querySelector('textarea[name="rationale"]');
-    const verdictKeys = codebook.verdicts.map(function (item) {
+    const format1 = config.shape === "format1";
+    const sourceKey = config.source_key || (format1 ? "source_digest" : "source");
+    const keys = config.keys || {};
+    const verdicts = config.verdicts.map(function (item) {
+      return item.code;
+    });
+    const verdictLabels = {};
+    const verdictByKey = {};
+    config.verdicts.forEach(function (item) {
+      verdictLabels[item.code] = item.label || item.code;
+      if (item.key) {
+        verdictByKey[item.key] = item.code;
+      }
+    });
+    const hasSupported = verdicts.indexOf("supported") >= 0;
+    const kinds = config.kinds.map(function (item) {
       return item.key;
     });
-    // Reasons are required unless the codebook says "optional" (audit.contract.codebook).
-    const reasonsRequired = codebook.reasons !== "optional";
-    const kinds = codebook.claim_kinds.map(function (item) {
-      return item.key;
-    });
-    const sourceLabels = {};
-    data.sources.forEach(function (source) {
-      if (!(source.digest in sourceLabels)) {
-        sourceLabels[source.digest] = source.label;
+    // The sources a claim may cite: its value in the claim (digest or snapshot name), its
+    // snapshot name and digest (whichever the page's snapshots carry) and label.
+    const sources =
+      config.sources ||
+      Array.from(template.content.querySelectorAll("select.claim-source option")).filter(function (option) {
+        return option.value !== "";
+      }).map(function (option) {
+        return {
+          value: option.value,
+          name: option.dataset.sourceName || null,
+          digest: option.dataset.sourceDigest || null,
+          label: option.dataset.sourceLabel || option.textContent,
+        };
+      });
+    const byValue = {};
+    sources.forEach(function (source) {
+      if (!(source.value in byValue)) {
+        byValue[source.value] = source;
       }
     });
     let highlighted = null;
 
-    // --- one claim's element -------------------------------------------------------------
-
-    function claimNode(id) {
-      return list.querySelector('.claim[data-claim-id="' + CSS.escape(id) + '"]');
+    /** The source a snapshot shows (the format-1 page marks it by digest), or null. */
+    function sourceOf(snapshot) {
+      for (const source of sources) {
+        if ((snapshot.digest && source.digest === snapshot.digest) || (source.name && source.name === snapshot.kind)) {
+          return source;
+        }
+      }
+      return null;
     }
+
+    function sourceLabel(value) {
+      return byValue[value] ? byValue[value].label : "a source";
+    }
+
+    // --- one claim's element -------------------------------------------------------------
 
     function buildClaim(claim) {
       const node = template.content.firstElementChild.cloneNode(true);
@@ -92,10 +151,12 @@
       const reason = node.querySelector("textarea.claim-reason");
       reason.id = prefix + "-reason";
       node.querySelector(".claim-reason-label").htmlFor = reason.id;
-      source.value = claim.source_digest && claim.source_digest in sourceLabels ? claim.source_digest : "";
+      const cited = claim[sourceKey];
+      source.value = typeof cited === "string" && cited in byValue ? cited : "";
       kind.value = kinds.indexOf(claim.kind) >= 0 ? claim.kind : kinds[0];
-      core.setRadio(node, prefix + "-supported", toRadio(claim.supported));
-      core.setRadio(node, prefix + "-accurate", toRadio(claim.accurate));
+      verdicts.forEach(function (code) {
+        core.setRadio(node, prefix + "-" + code, toRadio(claim[code]));
+      });
       reason.value = typeof claim.reason === "string" ? claim.reason : "";
       paintClaim(node);
       return node;
@@ -151,156 +212,133 @@
     function readClaim(node) {
       const id = node.dataset.claimId;
       const prefix = "claim-" + id;
-      const claim = {
-        id: id,
-        span: node.claimSpan,
-        source_digest: node.querySelector("select.claim-source").value || null,
-        quote_span: node.claimQuote,
-        kind: node.querySelector("select.claim-kind").value,
-      };
-      const supported = fromRadio(core.radioValue(node, prefix + "-supported"));
-      const accurate = fromRadio(core.radioValue(node, prefix + "-accurate"));
-      if (supported !== undefined) {
-        claim.supported = supported;
-      }
-      if (accurate !== undefined) {
-        claim.accurate = accurate;
-      }
+      const claim = { id: id, span: node.claimSpan };
+      claim[sourceKey] = node.querySelector("select.claim-source").value || null;
+      claim.quote_span = node.claimQuote;
+      claim.kind = node.querySelector("select.claim-kind").value;
+      verdicts.forEach(function (code) {
+        const value = fromRadio(core.radioValue(node, prefix + "-" + code));
+        if (value !== undefined) {
+          claim[code] = value;
+        }
+      });
       const reason = node.querySelector("textarea.claim-reason").value;
       claim.reason = reason.trim() ? reason : null;
       return claim;
     }
 
-    // --- the form's state ----------------------------------------------------------------
+    // --- the value -------------------------------------------------------------------------
 
-    function collect() {
-      const state = { claims: [], verdicts: {} };
-      list.querySelectorAll(".claim").forEach(function (node) {
-        state.claims.push(readClaim(node));
-      });
-      verdictKeys.forEach(function (key) {
-        const value = fromRadio(core.radioValue(form, "verdict-" + key));
-        const reason = form.querySelector('textarea[name="verdict-' + key + '-reason"]').value;
-        const verdict = { reason: reason.trim() ? reason : null };
-        if (value !== undefined) {
-          verdict.value = value;
-        }
-        state.verdicts[key] = verdict;
-      });
-      state.rationale = rationale.value.trim() ? rationale.value : null;
-      return state;
+    function read() {
+      return Array.from(list.querySelectorAll(".claim")).map(readClaim);
     }
 
-    function apply(state) {
-      state = state && typeof state === "object" ? state : {};
+    function write(claims) {
       list.replaceChildren();
-      (Array.isArray(state.claims) ? state.claims : []).forEach(function (claim) {
+      (Array.isArray(claims) ? claims : []).forEach(function (claim) {
         if (claim && typeof claim.id === "string" && claim.span && Number.isInteger(claim.span.start)) {
           list.appendChild(buildClaim(claim));
         }
       });
-      const verdicts = state.verdicts && typeof state.verdicts === "object" ? state.verdicts : {};
-      verdictKeys.forEach(function (key) {
-        const verdict = verdicts[key] && typeof verdicts[key] === "object" ? verdicts[key] : {};
-        core.setRadio(form, "verdict-" + key, "value" in verdict ? toRadio(verdict.value) : undefined);
-        form.querySelector('textarea[name="verdict-' + key + '-reason"]').value =
-          typeof verdict.reason === "string" ? verdict.reason : "";
-      });
-      rationale.value = typeof state.rationale === "string" ? state.rationale : "";
     }
 
-    function toAnnotation(state) {
-      if (data.failed) {
-        return { claims: [], verdicts: null, rationale: state.rationale };
-      }
-      const claims = state.claims.map(function (claim) {
+    /** The claims as the annotation stores them. */
+    function toValue(claims) {
+      return claims.map(function (claim) {
         const opinion = claim.kind !== "verifiable";
-        return {
-          id: claim.id,
-          span: claim.span,
-          source_digest: claim.source_digest,
-          quote_span: claim.quote_span,
-          supported: opinion || claim.supported === undefined ? null : claim.supported,
-          accurate: opinion || claim.accurate === undefined ? null : claim.accurate,
-          kind: claim.kind,
-          reason: claim.reason,
-        };
+        const stored = { id: claim.id, span: claim.span };
+        stored[sourceKey] = claim[sourceKey];
+        stored.quote_span = claim.quote_span;
+        verdicts.forEach(function (code) {
+          if (opinion || (format1 && claim[code] === undefined)) {
+            stored[code] = null;
+          } else if (claim[code] !== undefined) {
+            stored[code] = claim[code];
+          }
+        });
+        stored.kind = claim.kind;
+        stored.reason = claim.reason;
+        return stored;
       });
-      const verdicts = {};
-      verdictKeys.forEach(function (key) {
-        const verdict = state.verdicts[key];
-        verdicts[key] = { value: verdict.value === undefined ? null : verdict.value, reason: verdict.reason };
-      });
-      return { claims: claims, verdicts: verdicts, rationale: state.rationale };
     }
 
-    function problems(state) {
-      if (data.failed) {
+    function summary(claims) {
+      return ClaimgateSpans.summarizeSupported(toValue(claims));
+    }
+
+    function stated(state) {
+      return config.summary_verdict && hooks.stated ? hooks.stated(state) : undefined;
+    }
+
+    /** What a claim still needs, claim by claim. */
+    function claimProblems(claims) {
+      if (hooks.failed) {
         return [];
       }
       const found = [];
-      state.claims.forEach(function (claim) {
+      claims.forEach(function (claim) {
         const name = "Claim " + claim.id;
         if (claim.kind === "verifiable") {
-          if (claim.supported === undefined) {
-            found.push(name + ": choose whether the quote supports it (true, false or unknown).");
-          }
-          if (claim.accurate === undefined) {
-            found.push(name + ": choose whether it is accurate (true, false or unknown).");
-          }
-          if ((claim.supported === true || claim.supported === false) && !claim.quote_span) {
+          verdicts.forEach(function (code) {
+            if (claim[code] === undefined) {
+              found.push(
+                name + ": " + (VERDICT_PROBLEMS[code] || "choose " + verdictLabels[code] + " (true, false or unknown).")
+              );
+            }
+          });
+          if (hasSupported && (claim.supported === true || claim.supported === false) && !claim.quote_span) {
             found.push(name + ": a resolved “supported” needs a quote: select the passage in the source.");
           }
         }
-        if (claim.quote_span && !claim.source_digest) {
+        if (claim.quote_span && !claim[sourceKey]) {
           found.push(name + ": choose the source the quote is taken from.");
         }
-        if (reasonsRequired && claim.kind === "verifiable" && !claim.reason) {
+        if (config.reason_required && claim.kind === "verifiable" && !claim.reason) {
           found.push(name + ": give a reason (the codebook requires one for every verdict).");
         }
       });
-      const labels = {};
-      codebook.verdicts.forEach(function (item) {
-        labels[item.key] = item.label;
-      });
-      verdictKeys.forEach(function (key) {
-        if (state.verdicts[key].value === undefined) {
-          found.push(labels[key] + ": choose true, false or unknown.");
-        }
-        if (reasonsRequired && !state.verdicts[key].reason) {
-          found.push(labels[key] + ": give a reason (the codebook requires one for every verdict).");
-        }
-      });
-      const summary = ClaimgateSpans.summarizeSupported(toAnnotation(state).claims);
-      const stated = state.verdicts.supported ? state.verdicts.supported.value : undefined;
-      if (stated !== undefined && stated !== summary) {
-        found.push(
-          labels.supported +
-            " is " +
-            shown(stated) +
-            ", but the claims summarize to " +
-            shown(summary) +
-            " (summary_mismatch)."
-        );
-      }
       return found;
     }
 
-    function refresh(state) {
-      const annotation = toAnnotation(state);
-      const summary = data.failed ? null : ClaimgateSpans.summarizeSupported(annotation.claims);
-      summaryValue.textContent = shown(summary);
-      const stated = state.verdicts.supported ? state.verdicts.supported.value : undefined;
-      const mismatched = stated !== undefined && stated !== summary;
+    /** The answer-level verdict against the claims' summary, where it must equal it. */
+    function summaryProblems(claims, state) {
+      const said = hooks.failed ? undefined : stated(state);
+      if (said === undefined || said === summary(claims)) {
+        return [];
+      }
+      return [
+        hooks.verdictLabel +
+          " is " +
+          shown(said) +
+          ", but the claims summarize to " +
+          shown(summary(claims)) +
+          " (summary_mismatch).",
+      ];
+    }
+
+    function problems(claims, state) {
+      return claimProblems(claims).concat(summaryProblems(claims, state));
+    }
+
+    function refresh(claims, state) {
+      const total = hooks.failed ? null : summary(claims);
+      if (summaryValue) {
+        summaryValue.textContent = shown(total);
+      }
+      const said = stated(state);
+      const mismatched = said !== undefined && said !== total;
       if (mismatch) {
         mismatch.hidden = !mismatched;
-        mismatchValue.textContent = shown(summary);
+        mismatchValue.textContent = shown(total);
         mismatch.closest("fieldset").classList.toggle("has-problem", mismatched);
       }
       list.querySelectorAll(".claim").forEach(function (node) {
         const claim = readClaim(node);
         const needsQuote =
-          claim.kind === "verifiable" && (claim.supported === true || claim.supported === false) && !claim.quote_span;
+          hasSupported &&
+          claim.kind === "verifiable" &&
+          (claim.supported === true || claim.supported === false) &&
+          !claim.quote_span;
         node.classList.toggle("has-problem", needsQuote);
         if (needsQuote) {
           problem(node, "A resolved “supported” needs a quote: select the passage in the source, then “Use selection as quote”.");
@@ -308,38 +346,53 @@
           problem(node, "");
         }
       });
-      const key = JSON.stringify(
-        annotation.claims.map(function (claim) {
-          return [claim.id, claim.span, claim.source_digest, claim.quote_span];
+    }
+
+    /** What the highlights depend on (they are drawn again when it changes). */
+    function marksKey(claims) {
+      return JSON.stringify(
+        claims.map(function (claim) {
+          return [claim.id, claim.span, claim[sourceKey], claim.quote_span];
         })
       );
+    }
+
+    /** The claims' marks in one snapshot: each claim in the answer, each quote in its source. */
+    function marks(snapshot, claims) {
+      const found = [];
+      const shows = sourceOf(snapshot);
+      claims.forEach(function (claim) {
+        if (snapshot.kind === "answer" && claim.span) {
+          found.push({
+            start: claim.span.start,
+            end: claim.span.end,
+            className: "j-claim",
+            key: "claim:" + claim.id,
+            title: "Claim " + claim.id,
+          });
+        }
+        if (shows && claim.quote_span && claim[sourceKey] === shows.value) {
+          found.push({
+            start: claim.quote_span.start,
+            end: claim.quote_span.end,
+            className: "j-quote",
+            key: "quote:" + claim.id,
+            title: "Quote for claim " + claim.id,
+          });
+        }
+      });
+      return found;
+    }
+
+    /** Draw the claims' highlights when they changed (a page where only claims mark texts). */
+    function highlight(claims) {
+      const key = marksKey(claims);
       if (key === highlighted) {
         return;
       }
       highlighted = key;
       core.highlight(function (snapshot) {
-        const marks = [];
-        annotation.claims.forEach(function (claim) {
-          if (snapshot.kind === "answer" && claim.span) {
-            marks.push({
-              start: claim.span.start,
-              end: claim.span.end,
-              className: "j-claim",
-              key: "claim:" + claim.id,
-              title: "Claim " + claim.id,
-            });
-          }
-          if (snapshot.kind === "source" && claim.quote_span && claim.source_digest === snapshot.digest) {
-            marks.push({
-              start: claim.quote_span.start,
-              end: claim.quote_span.end,
-              className: "j-quote",
-              key: "quote:" + claim.id,
-              title: "Quote for claim " + claim.id,
-            });
-          }
-        });
-        return marks;
+        return marks(snapshot, claims);
       });
     }
 
@@ -367,18 +420,14 @@
         preview.textContent = "No text selected.";
         return;
       }
-      const where =
-        found.snapshot.kind === "source"
-          ? sourceLabels[found.snapshot.digest] || "a source"
-          : "the " + found.snapshot.kind;
+      const source = sourceOf(found.snapshot);
+      const where = source ? source.label : "the " + found.snapshot.kind;
       preview.textContent = "Selected in " + where + ": “" + core.shorten(found.span.quote, 120) + "”";
     });
 
     // Pressing these buttons must not take the selection away first.
-    [addButton].forEach(function (button) {
-      button.addEventListener("mousedown", function (event) {
-        event.preventDefault();
-      });
+    addButton.addEventListener("mousedown", function (event) {
+      event.preventDefault();
     });
     list.addEventListener("mousedown", function (event) {
       if (event.target.closest("button.claim-quote")) {
@@ -420,26 +469,27 @@
       if (quoteButton) {
         const found = core.selection();
         const select = node.querySelector("select.claim-source");
-        if (!found || found.snapshot.kind !== "source") {
+        const source = found ? sourceOf(found.snapshot) : null;
+        if (!source) {
           problem(node, "Select the passage in the claim’s source first, then press “Use selection as quote”.", true);
           return;
         }
         if (!select.value) {
-          select.value = found.snapshot.digest;
-        } else if (select.value !== found.snapshot.digest) {
+          select.value = source.value;
+        } else if (select.value !== source.value) {
           problem(
             node,
             "The selection is in " +
-              sourceLabels[found.snapshot.digest] +
+              source.label +
               ", but this claim relies on " +
-              sourceLabels[select.value] +
+              sourceLabel(select.value) +
               ". Select the passage in that source, or change the claim’s source first.",
             true
           );
           return;
         }
         node.claimQuote = {
-          snapshot: "source",
+          snapshot: format1 ? "source" : found.snapshot.kind,
           start: found.span.start,
           end: found.span.end,
           quote: found.span.quote,
@@ -456,6 +506,16 @@
       }
     });
 
+    function sourceCard(source) {
+      let shown = null;
+      core.snapshots.forEach(function (snapshot) {
+        if (!shown && sourceOf(snapshot) === source) {
+          shown = snapshot.el;
+        }
+      });
+      return shown ? shown.closest(".source-card") : null;
+    }
+
     list.addEventListener("change", function (event) {
       const node = event.target.closest(".claim");
       if (!node) {
@@ -467,32 +527,29 @@
           problem(node, "The quote was removed: it belonged to the previous source.", true);
         }
         paintClaim(node);
-        const digest = event.target.value;
-        const card = digest
-          ? document.querySelector('[data-snapshot="source"][data-source-digest="' + CSS.escape(digest) + '"]')
-          : null;
+        const card = byValue[event.target.value] ? sourceCard(byValue[event.target.value]) : null;
         if (card) {
-          card.closest(".source-card").scrollIntoView({ block: "nearest", behavior: "smooth" });
+          card.scrollIntoView({ block: "nearest", behavior: "smooth" });
         }
       } else if (event.target.matches("select.claim-kind")) {
         paintClaim(node);
       }
     });
 
-    // --- keyboard (listed on the form and in the ? dialog) ---------------------------------
+    // --- keyboard (listed beside the claims and in the ? dialog) ------------------------
 
     const dialog = document.getElementById("shortcuts-dialog");
     const submitButton = document.getElementById("submit-label");
     let current = null; // the claim the keys act on
     let active = null; // the verdict fieldset chosen with s, c or v
 
-    function claims() {
+    function claimNodes() {
       return Array.from(list.querySelectorAll(".claim"));
     }
 
     function makeCurrent(node) {
       current = node;
-      claims().forEach(function (claim) {
+      claimNodes().forEach(function (claim) {
         claim.classList.toggle("is-current", claim === node);
       });
     }
@@ -514,14 +571,18 @@
       if (current && current.isConnected) {
         return current;
       }
-      const all = claims();
+      const all = claimNodes();
       return all.length ? all[all.length - 1] : null;
     }
 
+    function noClaim() {
+      say("No claim yet: select a claim in the answer, then press " + (keys.add ? keys.add + " (or “Add claim”)." : "“Add claim”."));
+    }
+
     function step(by) {
-      const all = claims();
+      const all = claimNodes();
       if (!all.length) {
-        say("No claim yet: select a claim in the answer, then press a (or “Add claim”).");
+        noClaim();
         return;
       }
       const at = all.indexOf(currentClaim());
@@ -531,15 +592,31 @@
       next.scrollIntoView({ block: "nearest" });
     }
 
-    function setVerdict(value) {
-      const focused = document.activeElement && document.activeElement.closest
-        ? document.activeElement.closest("fieldset.claim-judgment, fieldset.verdict")
-        : null;
-      const fieldset = focused || (active && active.isConnected ? active : null);
+    /** The fieldset t / f / u act on: a claim's verdict or an answer-level verdict that is
+     * focused, else the one chosen with s, c or v; none while another field has the focus. */
+    function verdictTarget() {
+      const focused = document.activeElement;
+      const own =
+        focused && focused.closest ? focused.closest("fieldset.claim-judgment, fieldset.verdict") : null;
+      if (own) {
+        return own;
+      }
+      if (!active || !active.isConnected) {
+        return null;
+      }
+      const field = focused && focused.closest ? focused.closest("fieldset.judgment") : null;
+      return !field || field.contains(active) ? active : null;
+    }
+
+    function setVerdict(key) {
+      const fieldset = verdictTarget();
       if (!fieldset) {
         return false;
       }
-      const radio = fieldset.querySelector('input[type="radio"][value="' + value + '"]');
+      let radio = null;
+      KEY_VALUES[key].forEach(function (value) {
+        radio = radio || fieldset.querySelector('input[type="radio"][value="' + value + '"]');
+      });
       if (!radio || radio.disabled) {
         return false;
       }
@@ -565,6 +642,16 @@
         makeCurrent(node);
       }
     });
+    // Another field taken with its own key or the mouse: t / f / u are its keys again.
+    form.addEventListener("focusin", function (event) {
+      if (!active || active.contains(event.target) || event.target.closest("fieldset.claim-judgment, fieldset.verdict")) {
+        return;
+      }
+      const field = event.target.closest("fieldset.judgment");
+      if (field && !field.contains(active)) {
+        active = null;
+      }
+    });
     // A claim just added becomes the current one.
     new MutationObserver(function (records) {
       records.forEach(function (record) {
@@ -576,13 +663,28 @@
       });
     }).observe(list, { childList: true });
 
+    /** Whether `key` chooses an option of the generic form's field that has the focus
+     * (as its key leaves it): there, the option's key wins. */
+    function optionKey(target, key) {
+      const own = list.closest("fieldset.judgment");
+      const field = target && target.closest ? target.closest("fieldset.judgment") : null;
+      return Boolean(
+        field && field !== own && field.querySelector('input[type="radio"][data-key="' + CSS.escape(key) + '"]')
+      );
+    }
+
+    // Registered before the generic form's own keys (fields.js), which skip a key handled here.
     document.addEventListener("keydown", function (event) {
-      if (event.defaultPrevented || (dialog && dialog.open)) {
+      if (dialog && dialog.open) {
         return;
       }
+      // Ctrl+Enter submits from anywhere, a choice too (whose plain Enter submit.js stops).
       if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
         event.preventDefault();
         form.requestSubmit(submitButton);
+        return;
+      }
+      if (event.defaultPrevented) {
         return;
       }
       if (event.ctrlKey || event.metaKey || event.altKey || core.isTyping(event.target)) {
@@ -594,45 +696,208 @@
         openShortcuts();
         return;
       }
-      if (data.failed) {
+      if (hooks.failed || optionKey(event.target, key)) {
         return;
       }
       const claim = currentClaim();
-      if (key === "a") {
+      if (key === keys.add) {
         event.preventDefault();
         addButton.click();
-      } else if (key === "n" || key === "p") {
+      } else if (key === keys.next || key === keys.previous) {
         event.preventDefault();
-        step(key === "n" ? 1 : -1);
-      } else if (key === "q" || key === "s" || key === "c") {
+        step(key === keys.next ? 1 : -1);
+      } else if (key === keys.quote || verdictByKey[key]) {
         event.preventDefault();
         if (!claim) {
-          say("No claim yet: select a claim in the answer, then press a (or “Add claim”).");
-        } else if (key === "q") {
+          noClaim();
+        } else if (key === keys.quote) {
           claim.querySelector("button.claim-quote").click();
         } else {
-          choose(claim.querySelector('fieldset[data-field="' + (key === "s" ? "supported" : "accurate") + '"]'));
+          choose(claim.querySelector('fieldset.claim-judgment[data-field="' + verdictByKey[key] + '"]'));
         }
-      } else if (key === "v") {
-        event.preventDefault();
-        const verdicts = Array.from(form.querySelectorAll("fieldset.verdict"));
-        const at = verdicts.indexOf(active);
-        choose(verdicts[(at + 1) % verdicts.length]);
-      } else if (key === "t" || key === "f" || key === "u") {
-        if (setVerdict({ t: "true", f: "false", u: "null" }[key])) {
+      } else if (key === keys.verdicts) {
+        const sets = hooks.verdictSets();
+        if (sets.length) {
+          event.preventDefault();
+          const at = sets.indexOf(active);
+          choose(sets[(at + 1) % sets.length]);
+        }
+      } else if (KEY_VALUES[key]) {
+        if (setVerdict(key)) {
           event.preventDefault();
         }
       }
     });
 
     return {
-      collect: collect,
-      apply: apply,
-      toAnnotation: toAnnotation,
+      read: read,
+      write: write,
+      toValue: toValue,
       problems: problems,
+      claimProblems: claimProblems,
+      summaryProblems: summaryProblems,
       refresh: refresh,
+      marks: marks,
+      marksKey: marksKey,
+      highlight: highlight,
     };
   }
 
-  window.ClaimgateAnnotate.register("answer", claimsForm);
+  // --- the widget of a claims field in the generic form (fields.js) -------------------------
+
+  window.ClaimgateFieldWidgets = window.ClaimgateFieldWidgets || {};
+  /** The editor of claims field `field` (its `claims` configuration from the page). */
+  window.ClaimgateFieldWidgets.claims = function (core, field, fields) {
+    const config = field.claims;
+    const form = document.getElementById("label-form");
+    if (!config || !document.getElementById("claims")) {
+      return null;
+    }
+    const summaryField = fields.filter(function (other) {
+      return other.code === config.summary_verdict;
+    })[0];
+    const editor = claimsEditor(core, config, {
+      failed: Boolean(core.data.failed),
+      stated: function (state) {
+        const values = state && state.values;
+        return values && config.summary_verdict in values ? values[config.summary_verdict] : undefined;
+      },
+      verdictLabel: summaryField ? summaryField.label : config.summary_verdict,
+      verdictSets: function () {
+        return Array.from(form.querySelectorAll("fieldset.verdict, fieldset.judgment.field-verdict"));
+      },
+    });
+    return {
+      /** The field's value as the form's state holds it (always a list: no claim is an answer). */
+      read: editor.read,
+      write: function (present, value) {
+        editor.write(present ? value : []);
+      },
+      toValue: editor.toValue,
+      problems: editor.problems,
+      refresh: editor.refresh,
+      marks: editor.marks,
+      marksKey: editor.marksKey,
+    };
+  };
+
+  // --- the format-1 answer form (form_answer_claims.html) -----------------------------------
+
+  function claimsForm(core) {
+    const data = core.data;
+    const codebook = data.codebook;
+    const form = document.getElementById("label-form");
+    const rationale = form.querySelector('textarea[name="rationale"]');
+    const verdictKeys = codebook.verdicts.map(function (item) {
+      return item.key;
+    });
+    const labels = {};
+    codebook.verdicts.forEach(function (item) {
+      labels[item.key] = item.label;
+    });
+    // Reasons are required unless the codebook says "optional" (audit.contract.codebook).
+    const reasonsRequired = codebook.reasons !== "optional";
+    const sources = [];
+    const seen = {};
+    data.sources.forEach(function (source) {
+      if (!(source.digest in seen)) {
+        seen[source.digest] = true;
+        sources.push({ value: source.digest, name: null, digest: source.digest, label: source.label });
+      }
+    });
+    const editor = claimsEditor(
+      core,
+      {
+        shape: "format1",
+        source_key: "source_digest",
+        kinds: codebook.claim_kinds,
+        verdicts: [
+          { code: "supported", label: "Supported by the quote", key: "s" },
+          { code: "accurate", label: "Accurate", key: "c" },
+        ],
+        summary: true,
+        summary_verdict: "supported",
+        reason_required: reasonsRequired,
+        keys: { add: "a", quote: "q", next: "n", previous: "p", verdicts: "v" },
+        sources: sources,
+      },
+      {
+        failed: Boolean(data.failed),
+        stated: function (state) {
+          return state.verdicts.supported ? state.verdicts.supported.value : undefined;
+        },
+        verdictLabel: labels.supported,
+        verdictSets: function () {
+          return Array.from(form.querySelectorAll("fieldset.verdict"));
+        },
+      }
+    );
+
+    function collect() {
+      const state = { claims: editor.read(), verdicts: {} };
+      verdictKeys.forEach(function (key) {
+        const value = fromRadio(core.radioValue(form, "verdict-" + key));
+        const reason = form.querySelector('textarea[name="verdict-' + key + '-reason"]').value;
+        const verdict = { reason: reason.trim() ? reason : null };
+        if (value !== undefined) {
+          verdict.value = value;
+        }
+        state.verdicts[key] = verdict;
+      });
+      state.rationale = rationale.value.trim() ? rationale.value : null;
+      return state;
+    }
+
+    function apply(state) {
+      state = state && typeof state === "object" ? state : {};
+      editor.write(state.claims);
+      const given = state.verdicts && typeof state.verdicts === "object" ? state.verdicts : {};
+      verdictKeys.forEach(function (key) {
+        const verdict = given[key] && typeof given[key] === "object" ? given[key] : {};
+        core.setRadio(form, "verdict-" + key, "value" in verdict ? toRadio(verdict.value) : undefined);
+        form.querySelector('textarea[name="verdict-' + key + '-reason"]').value =
+          typeof verdict.reason === "string" ? verdict.reason : "";
+      });
+      rationale.value = typeof state.rationale === "string" ? state.rationale : "";
+    }
+
+    function toAnnotation(state) {
+      if (data.failed) {
+        return { claims: [], verdicts: null, rationale: state.rationale };
+      }
+      const verdicts = {};
+      verdictKeys.forEach(function (key) {
+        const verdict = state.verdicts[key];
+        verdicts[key] = { value: verdict.value === undefined ? null : verdict.value, reason: verdict.reason };
+      });
+      return { claims: editor.toValue(state.claims), verdicts: verdicts, rationale: state.rationale };
+    }
+
+    function problems(state) {
+      if (data.failed) {
+        return [];
+      }
+      const found = editor.claimProblems(state.claims);
+      verdictKeys.forEach(function (key) {
+        if (state.verdicts[key].value === undefined) {
+          found.push(labels[key] + ": choose true, false or unknown.");
+        }
+        if (reasonsRequired && !state.verdicts[key].reason) {
+          found.push(labels[key] + ": give a reason (the codebook requires one for every verdict).");
+        }
+      });
+      return found.concat(editor.summaryProblems(state.claims, state));
+    }
+
+    function refresh(state) {
+      editor.refresh(state.claims, state);
+      editor.highlight(state.claims);
+    }
+
+    return { collect: collect, apply: apply, toAnnotation: toAnnotation, problems: problems, refresh: refresh };
+  }
+
+  if (window.ClaimgateAnnotate) {
+    window.ClaimgateAnnotate.register("answer", claimsForm);
+  }
 })();

@@ -1,11 +1,14 @@
 /*
- * Claimgate's generic annotation form: any codebook of format 2, from its fields
- * (server-rendered in templates/annotator/fields/). Plugs into the shared machinery of
- * annotate.js (autosave, browser copy, submission); spans are made with spans.js.
+ * Claimgate's generic annotation form: any codebook, from its engine fields
+ * (server-rendered in templates/annotator/fields/; a format-1 codebook's judgments and
+ * evidence dimensions are fields too, annotator.labelling.fields_page). Plugs into the
+ * shared machinery of annotate.js (autosave, browser copy, submission); spans are made
+ * with spans.js.
  *
- * The state is the annotation itself: {values, reasons, spans, rationale}. A field not
- * answered is absent from `values`; U is null. The server checks everything again
- * through the record contract and names every problem next to its field.
+ * The state is the engine's view of the annotation: {values, reasons, spans, rationale}.
+ * A field not answered is absent from `values`; U is null. The server writes it in the
+ * codebook's stored shape (audit.contract.engine.annotation_from_view), checks everything
+ * again through the record contract and names every problem next to its field.
  *
  * A query_documents codebook adds `documents` (one {values, reasons} per document, in
  * rank order): each per-document field is rendered once per document, its inputs named
@@ -22,6 +25,19 @@
     const byCode = {};
     fields.forEach(function (field) {
       byCode[field.code] = field;
+    });
+    // A field type with an editor of its own (claims.js: window.ClaimgateFieldWidgets) is
+    // edited by it: it reads and writes the field's value, names what the value still
+    // needs and marks the texts; registered first, its keys go before the form's.
+    const widgets = {};
+    const makers = window.ClaimgateFieldWidgets || {};
+    fields.forEach(function (field) {
+      if (field.placement !== "document" && makers[field.type]) {
+        const widget = makers[field.type](core, field, fields);
+        if (widget) {
+          widgets[field.code] = widget;
+        }
+      }
     });
     const isDocuments = codebook.unit === "query_documents";
     const nDocuments = isDocuments ? Number(core.data.documents || 0) : 0;
@@ -49,7 +65,10 @@
     });
     let activeDocument = 0;
     const rationale = form.querySelector('textarea[name="rationale"]');
-    const toolbar = document.getElementById("span-toolbar");
+    // The toolbar is there when a field takes evidence spans.
+    const toolbar = document.querySelector("#span-toolbar button[data-attach]")
+      ? document.getElementById("span-toolbar")
+      : null;
     const snapshotNames = {};
     core.snapshots.forEach(function (snapshot) {
       snapshotNames[snapshot.kind] = true;
@@ -60,7 +79,7 @@
     let highlighted = null;
 
     function fieldset(code) {
-      return form.querySelector('fieldset[data-field="' + code + '"]');
+      return form.querySelector('fieldset.judgment[data-field="' + code + '"]');
     }
 
     function uBox(code) {
@@ -77,6 +96,9 @@
     }
 
     function readValue(slot) {
+      if (widgets[slot.code]) {
+        return widgets[slot.code].read();
+      }
       const field = slot.field;
       const name = "field-" + slot.code;
       if (field.type === "choice" || field.type === "grade" || field.type === "verdict") {
@@ -115,6 +137,10 @@
     }
 
     function writeValue(slot, present, value) {
+      if (widgets[slot.code]) {
+        widgets[slot.code].write(present, value);
+        return;
+      }
       const field = slot.field;
       const name = "field-" + slot.code;
       if (field.type === "choice" || field.type === "grade" || field.type === "verdict") {
@@ -266,8 +292,20 @@
       rationale.value = typeof state.rationale === "string" ? state.rationale : "";
     }
 
+    // A failed answer has nothing to judge: its annotation has no values (`values: null`).
+    const failed = Boolean(core.data.failed);
+
     function toAnnotation(state) {
-      const annotation = { values: state.values, reasons: state.reasons, spans: state.spans, rationale: state.rationale };
+      if (failed) {
+        return { values: null, reasons: {}, spans: [], rationale: state.rationale };
+      }
+      const values = Object.assign({}, state.values);
+      Object.keys(widgets).forEach(function (code) {
+        if (code in values) {
+          values[code] = widgets[code].toValue(values[code]);
+        }
+      });
+      const annotation = { values: values, reasons: state.reasons, spans: state.spans, rationale: state.rationale };
       if (isDocuments) {
         annotation.documents = state.documents;
       }
@@ -297,6 +335,9 @@
 
     function problems(state) {
       const found = [];
+      if (failed) {
+        return found;
+      }
       slots.forEach(function (slot) {
         const field = slot.field;
         if (RELATIONS[field.type]) {
@@ -305,6 +346,9 @@
         const part = slotPart(state, slot);
         const name = slotName(slot);
         const present = field.code in part.values;
+        if (widgets[slot.code]) {
+          found.push.apply(found, widgets[slot.code].problems(present ? part.values[field.code] : [], state));
+        }
         if (field.required && !present && field.type !== "spans") {
           found.push(name + ": give a value" + (field.allow_u ? " or U." : "."));
         }
@@ -477,7 +521,24 @@
         }
       });
       renderRelations();
-      const key = JSON.stringify(spans);
+      // A number's slider mirrors its input, which holds the value.
+      form.querySelectorAll("input[data-range-for]").forEach(function (range) {
+        const number = document.getElementById(range.dataset.rangeFor);
+        const value = Number(number.value);
+        const set = number.value.trim() !== "" && Number.isFinite(value);
+        range.classList.toggle("unset", !set);
+        range.disabled = number.disabled;
+        if (set) {
+          range.value = String(value);
+        }
+      });
+      const widgetKeys = [];
+      Object.keys(widgets).forEach(function (code) {
+        const value = Array.isArray(state.values[code]) ? state.values[code] : [];
+        widgets[code].refresh(value, state);
+        widgetKeys.push(widgets[code].marksKey(value));
+      });
+      const key = JSON.stringify(spans) + JSON.stringify(widgetKeys);
       if (key === highlighted) {
         return;
       }
@@ -499,11 +560,16 @@
             marks.push({
               start: span.start,
               end: span.end,
-              className: "j-field",
+              // Every field's marks share a look; a field may have its own colour too.
+              className: "j-field j-" + span.field,
               key: "span:" + index,
               title: byCode[span.field].label,
             });
           }
+        });
+        Object.keys(widgets).forEach(function (code) {
+          const value = Array.isArray(state.values[code]) ? state.values[code] : [];
+          marks.push.apply(marks, widgets[code].marks(snapshot, value));
         });
         return marks;
       });
@@ -538,6 +604,13 @@
       }
     });
 
+    form.querySelectorAll("input[data-range-for]").forEach(function (range) {
+      range.addEventListener("input", function () {
+        document.getElementById(range.dataset.rangeFor).value = range.value;
+        core.changed();
+      });
+    });
+
     // --- the toolbar after a selection ------------------------------------------------
     function placeToolbar(found) {
       if (!toolbar || !found) {
@@ -563,6 +636,19 @@
     core.onSelection(function (found, live) {
       placeToolbar(live ? found : null);
     });
+    // The snapshot panes scroll on their own: keep the toolbar beside the selection.
+    document.addEventListener(
+      "scroll",
+      function () {
+        if (toolbar && !toolbar.hidden && pending) {
+          const range = window.getSelection();
+          if (range && range.rangeCount && !range.isCollapsed) {
+            placeToolbar(Object.assign({}, pending, { rect: range.getRangeAt(0).getBoundingClientRect() }));
+          }
+        }
+      },
+      { capture: true, passive: true }
+    );
     document.addEventListener(
       "mousedown",
       function (event) {
@@ -625,7 +711,7 @@
         markDocument(Number(card.dataset.document));
         // A click on the document outside its fields leaves the field last used: the
         // next key is a field's key again (a grade's "u" would otherwise choose U there).
-        if (event.type === "mousedown" && !event.target.closest("fieldset[data-field]")) {
+        if (event.type === "mousedown" && !event.target.closest("fieldset.judgment[data-field]")) {
           active = null;
           form.querySelectorAll("fieldset.is-active").forEach(function (node) {
             node.classList.remove("is-active");
@@ -638,7 +724,7 @@
 
     function activate(code) {
       active = code;
-      form.querySelectorAll("fieldset[data-field]").forEach(function (node) {
+      form.querySelectorAll("fieldset.judgment[data-field]").forEach(function (node) {
         node.classList.toggle("is-active", node.dataset.field === code);
       });
       const node = fieldset(code);
@@ -668,7 +754,7 @@
         }
         return;
       }
-      const focused = event.target.closest && event.target.closest("fieldset[data-field]");
+      const focused = event.target.closest && event.target.closest("fieldset.judgment[data-field]");
       const code = focused ? focused.dataset.field : active;
       if (code) {
         const option = fieldset(code).querySelector('input[type="radio"][data-key="' + CSS.escape(key) + '"]');
@@ -688,7 +774,19 @@
       }
     });
 
-    return { collect: collect, apply: apply, toAnnotation: toAnnotation, problems: problems, refresh: refresh };
+    /** Whether a state (a copy kept in this browser) is this form's: the engine's view. */
+    function readable(state) {
+      return Boolean(state && typeof state === "object" && "values" in state);
+    }
+
+    return {
+      collect: collect,
+      apply: apply,
+      toAnnotation: toAnnotation,
+      problems: problems,
+      refresh: refresh,
+      readable: readable,
+    };
   }
 
   window.ClaimgateAnnotate.register("fields", fieldsForm);

@@ -15,6 +15,7 @@ from tests.browser.helpers import (
     open_form,
     select_text,
     snapshot_selector,
+    source_names,
     texts_of,
     unit_where,
     wait_for_form,
@@ -48,17 +49,17 @@ def test_markup_in_a_source_is_text_on_the_source_risk_form(page, context, event
     span = expected_span("source", texts["source"], SCRIPT)
     select_text(page, snapshot_selector("source"), span["start"], span["end"])
     page.locator('#span-toolbar button[data-attach="I"]').click()
-    expect(page.locator('li.span-item[data-judgment="I"]')).to_contain_text(SCRIPT)
+    expect(page.locator('li.span-item[data-field="I"]')).to_contain_text(SCRIPT)
     expect(page.locator("mark.span-highlight")).to_have_text(SCRIPT)
     assert_shown_as_text(page, snapshot_selector("source"), texts["source"])
 
-    page.check('input[name="pred-I"][value="1"]')
+    page.check('input[name="field-I"][value="1"]')
     for key in ("A", "M", "D"):
-        page.check(f'input[name="pred-{key}"][value="U"]')
-    page.check('input[name="passage_support"][value="U"]')
-    page.select_option('select[name="source_role"]', "user_generated")
+        page.check(f'input[name="field-{key}"][value="U"]')
+    page.check('input[name="field-passage_support"][value="U"]')
+    page.check('input[name="field-source_role"][value="user_generated"]')
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        page.fill(f'input[name="evidence-{key}"]', "0.5")
+        page.fill(f'input[name="field-{key}"]', "0.5")
     page.fill('textarea[name="rationale"]', RATIONALE)
     page.click("#submit-label")
     expect(page.locator(".messages")).to_contain_text("Label submitted")
@@ -74,7 +75,7 @@ def test_markup_in_a_source_is_text_on_the_source_risk_form(page, context, event
     row.locator("a").click()
     wait_for_form(page)
     expect(page.locator(".revision-note")).to_be_visible()
-    expect(page.locator('li.span-item[data-judgment="I"]')).to_contain_text(SCRIPT)
+    expect(page.locator('li.span-item[data-field="I"]')).to_contain_text(SCRIPT)
     expect(page.locator('textarea[name="rationale"]')).to_have_value(RATIONALE)
     assert_shown_as_text(page, snapshot_selector("source"), texts["source"])
     assert page.locator("img").count() == 0
@@ -96,8 +97,9 @@ def test_markup_in_sources_is_text_on_the_claims_form(page, context, events, dem
     open_form(page, assignment)
 
     assert_shown_as_text(page, snapshot_selector("answer"), texts["answer"])
+    names = source_names(unit)
     for digest, text in texts["sources"].items():
-        assert_shown_as_text(page, snapshot_selector("source", digest), text)
+        assert_shown_as_text(page, snapshot_selector(names[digest]), text)
     (digest,) = [d for d, text in texts["sources"].items() if SCRIPT in text]
     claim = expected_span("answer", texts["answer"], "<script> tags as plain text")
     select_text(page, snapshot_selector("answer"), claim["start"], claim["end"])
@@ -106,11 +108,11 @@ def test_markup_in_sources_is_text_on_the_claims_form(page, context, events, dem
     expect(page.locator('.claim[data-claim-id="c1"] .claim-text')).to_contain_text("<script>")
     page.locator('.claim[data-claim-id="c1"] select.claim-source').select_option(digest)
     quote = expected_span("source", texts["sources"][digest], SCRIPT)
-    select_text(page, snapshot_selector("source", digest), quote["start"], quote["end"])
+    select_text(page, snapshot_selector(names[digest]), quote["start"], quote["end"])
     expect(page.locator("#selection-preview")).to_contain_text(SCRIPT)
     page.locator('.claim[data-claim-id="c1"] button.claim-quote').click()
     expect(page.locator('.claim[data-claim-id="c1"] .claim-quote-text')).to_contain_text(SCRIPT)
-    expect(page.locator(f"{snapshot_selector('source', digest)} mark")).to_have_text(SCRIPT)
+    expect(page.locator(f"{snapshot_selector(names[digest])} mark")).to_have_text(SCRIPT)
     assert page.locator(".claim script, .claim-text b").count() == 0
     assert events.dialogs == []
     assert events.page_errors == []
