@@ -1,9 +1,10 @@
-"""What the pages show of a format-2 codebook: its fields as form controls, an
-annotation's values as text, and the contract's problems attached to the field they name.
+"""What the pages show of a codebook: its fields as form controls, an annotation's values
+as text, and the contract's problems attached to the field they name.
 
-Driven only by the codebook's ``fields`` (docs/formats.md, "Codebook format 2"), as the
-record contract parses them (``audit.contract.fields``): no field code or codebook name is
-known here.
+Driven only by the codebook's engine fields (``audit.contract.engine.engine_of``: a
+format-2 codebook's ``fields`` as written, a format-1 codebook's judgments, evidence
+dimensions and claims as the adapter describes them; docs/formats.md): no field code,
+codebook name or unit kind is known here.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from audit.contract.codebook import Codebook, codebook_from_dict
-from audit.contract.engine import Engine
+from audit.contract.engine import ABSENT, Engine, engine_of, engine_values, value_at
 from audit.contract.fields import Field
 
 #: The value a radio group sends for U (the annotation stores ``null``).
@@ -38,12 +38,37 @@ def panes_template(unit_kind: str) -> str:
     return f"annotator/panes/{unit_kind}.html"
 
 
+def on_generic_form(definition: Mapping[str, Any] | None) -> bool:
+    """Whether the codebook is annotated with the generic form (every codebook but
+    format 1's answer-claims, whose claims editor is not a field widget yet)."""
+    engine = engine_of(definition)
+    return engine.format_version != 1 or engine.unit != "answer"
+
+
 def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
     """A codebook of format 2: one that declares its fields."""
     return isinstance(definition, Mapping) and definition.get("format_version") == 2
 
 
+def _is_bare_binary(field: Field) -> bool:
+    """A 0/1 grade whose options have no names, definitions or keys of their own (format
+    1's predicates and passage support): shown as "1 yes" and "0 no", keys 1 and 0."""
+    return (
+        field.type == "grade"
+        and sorted(option.code for option in field.options) == [0, 1]
+        and all(
+            option.label == str(option.code) and not option.definition and not option.key
+            for option in field.options
+        )
+    )
+
+
 def _option_rows(field: Field) -> list[dict[str, Any]]:
+    if _is_bare_binary(field):
+        return [
+            {"value": "1", "label": "yes", "text": "1 yes", "definition": "", "key": "1"},
+            {"value": "0", "label": "no", "text": "0 no", "definition": "", "key": "0"},
+        ]
     if field.type == "verdict":
         return [
             {"value": "true", "label": "true", "text": "true", "definition": "", "key": "1"},
@@ -120,20 +145,33 @@ def claims_widget(
     }
 
 
+def _range_step(field: Field) -> float | None:
+    if field.type != "number":
+        return None
+    if field.step is not None:
+        return field.step
+    low = 0.0 if field.minimum is None else field.minimum
+    high = 1.0 if field.maximum is None else field.maximum
+    return round((high - low) / 20, 12) or None
+
+
 def fields_for_page(
-    codebook: Codebook | Engine, *, kind_labels: Mapping[str, str] | None = None
+    fields_given: Sequence[Field],
+    *,
+    format_version: int = 2,
+    kind_labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too)
-    as the form renders it, in codebook order; ``kind_labels`` name the claim kinds of a
-    claims field (format 1 has labels for them)."""
+    """Each engine field as the form renders it, in the order given; a claims field with
+    its editor's configuration (:func:`claims_widget`) for the codebook's format, its kinds
+    named by ``kind_labels`` (format 1 has labels for them)."""
     fields = []
-    taken = [field.key for field in codebook.fields if field.key]
+    taken = [field.key for field in fields_given if field.key]
     # Format 1 requires a reason on a verifiable claim when it requires one on its verdicts.
     claim_reasons = any(
-        field.type == "verdict" and field.reason == "required" for field in codebook.fields
+        field.type == "verdict" and field.reason == "required" for field in fields_given
     )
     claims_seen = False
-    for field in codebook.fields:
+    for field in fields_given:
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
             options.append(
@@ -150,6 +188,9 @@ def fields_for_page(
                 "code": field.code,
                 "type": field.type,
                 "label": field.label,
+                # Where room is short (the evidence toolbar): a code of one or two
+                # letters (format 1's I, A, M, D) names its field as the protocol does.
+                "short": field.code if len(field.code) <= 2 else field.label,
                 "definition": field.definition,
                 "key": field.key or "",
                 "allow_u": field.allow_u,
@@ -162,6 +203,9 @@ def fields_for_page(
                 "min": 0 if field.minimum is None else field.minimum,
                 "max": 1 if field.maximum is None else field.maximum,
                 "step": "any" if field.step is None else field.step,
+                # The slider beside a number's input moves in twentieths of its range
+                # unless the field has a step of its own.
+                "range_step": _range_step(field),
             }
         )
         if field.type == "claims" and not claims_seen:
@@ -169,31 +213,107 @@ def fields_for_page(
             claims_seen = True
             fields[-1]["claims"] = claims_widget(
                 field,
-                format_version=codebook.format_version,
+                format_version=format_version,
                 taken=taken,
                 kind_labels=kind_labels,
-                reason_required=claim_reasons if codebook.format_version == 1 else None,
+                reason_required=claim_reasons if format_version == 1 else None,
             )
     return fields
 
 
-def codebook_fields_for_page(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """The page's codebook: names, prose, fields and derived values (a format-2 codebook
-    declares nothing that annotators may not see)."""
-    codebook = codebook_from_dict(definition)
+def _kind_labels(definition: Mapping[str, Any]) -> dict[str, str]:
+    """The labels of a format-1 codebook's claim kinds (format 2 names kinds by code)."""
+    kinds = definition.get("claim_kinds")
     return {
-        "name": codebook.name,
-        "version": codebook.version,
-        "unit": codebook.unit,
+        str(kind["key"]): str(kind.get("label") or kind["key"])
+        for kind in (kinds if isinstance(kinds, list) else ())
+        if isinstance(kind, Mapping) and "key" in kind
+    }
+
+
+def codebook_fields_for_page(
+    definition: Mapping[str, Any], engine: Engine | None = None
+) -> dict[str, Any]:
+    """The page's codebook: names, prose, the engine's fields (a format-1 codebook's
+    evidence dimensions among them, as number fields after its judgments) and derived
+    values. Only what annotators may see: an evidence dimension's weight makes the review
+    priority and is never on a page."""
+    engine = engine or engine_of(definition)
+    return {
+        "name": definition.get("name"),
+        "version": definition.get("version"),
+        "unit": engine.unit,
         "title": definition.get("title"),
         "description": definition.get("description"),
-        "format_version": codebook.format_version,
-        "fields": fields_for_page(codebook),
+        "format_version": engine.format_version,
+        "fields": fields_for_page(
+            (*engine.fields, *engine.dimensions),
+            format_version=engine.format_version,
+            kind_labels=_kind_labels(definition),
+        ),
         "derived": [
             {"code": item.code, "rule": item.rule, "label": item.label or item.code}
-            for item in codebook.derived
+            for item in engine.derived
         ],
     }
+
+
+# --- the form's state ---------------------------------------------------------------------
+
+#: What an annotation holds beside its judgments that the form edits too.
+FORM_EXTRAS = ("rationale",)
+
+
+def _bare_values_read(engine: Engine, annotation: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An annotation whose value objects (``{"value": ...}``, a format-1 evidence
+    dimension's) are given bare, as the first format-1 form's drafts kept them, with each
+    bare value in its object, so that the engine reads it."""
+    fixed: dict[str, Any] | None = None
+    for path in engine.paths.values():
+        if len(path) < 2 or path[-1] != "value":
+            continue
+        held = value_at(annotation, path[:-1])
+        if held is ABSENT or isinstance(held, Mapping):
+            continue
+        fixed = fixed if fixed is not None else _deep_copy_path(annotation)
+        target = fixed
+        for step in path[:-2]:
+            target = target.setdefault(step, {}) if isinstance(target, dict) else {}
+        if isinstance(target, dict):
+            target[path[-2]] = {"value": held}
+    return fixed if fixed is not None else annotation
+
+
+def _deep_copy_path(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _deep_copy_path(item) for key, item in value.items()}
+    return value
+
+
+def form_state(engine: Engine, annotation: Any) -> dict[str, Any] | None:
+    """A stored annotation, a submitted one or a draft as the form edits it: the engine's
+    view (``values``, ``reasons``, ``spans`` and, for query_documents, ``documents``)
+    with the rationale. Read by the engine (:func:`audit.contract.engine.engine_values`),
+    so a draft kept in a codebook's stored shape (format 1's) opens as well as one in the
+    view's; a weight is never part of it."""
+    if not isinstance(annotation, Mapping):
+        return None
+    view = dict(engine_values(engine, _bare_values_read(engine, annotation)))
+    for key in FORM_EXTRAS:
+        if key in annotation:
+            view[key] = annotation[key]
+    return view
+
+
+def as_form_state(engine: Engine, given: Any) -> dict[str, Any] | None:
+    """What a page hands the form: a state it sent (the engine's view, with ``values``)
+    as it is, an annotation in the codebook's stored shape (a label, a draft) read by
+    :func:`form_state`."""
+    if not isinstance(given, Mapping):
+        return None
+    if "values" in given:
+        return dict(given)
+    return form_state(engine, given)
 
 
 # --- values as text ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
+from annotator.labelling.fields_page import FORM_EXTRAS
 from annotator.labelling.models import (
     Assignment,
     Draft,
@@ -53,6 +54,7 @@ from audit.archive.selectors import codebook_registry_of
 from audit.contract import check_record
 from audit.contract.canonical import canonical_json
 from audit.contract.codebook import Codebook, reasons_missing
+from audit.contract.engine import Engine, annotation_from_view, engine_of
 from audit.contract.errors import ContractError
 from audit.contract.fields import check_annotation
 from audit.contract.record import record_texts
@@ -624,6 +626,27 @@ def draft_save(
     return draft
 
 
+def annotation_from_form(*, engine: Engine, state: Any) -> Any:
+    """What the generic form sends (its state: the engine's view of the codebook, with the
+    rationale) as the codebook stores it, written by the engine
+    (:func:`audit.contract.engine.annotation_from_view`): a format-1 codebook's own shape,
+    a format-2 codebook's canonical view. A body without ``values`` is in the stored shape
+    already (a tab opened before the generic form, a script) and goes on as it was sent;
+    the record contract checks it like any. A view the engine cannot read is refused
+    (:class:`LabelRefused`, naming the place)."""
+    if not isinstance(state, dict) or "values" not in state:
+        return state
+    view = {key: state[key] for key in ("values", "reasons", "spans", "documents") if key in state}
+    try:
+        stored = dict(annotation_from_view(engine, view))
+    except ContractError as exc:
+        raise LabelRefused(exc.message, code=exc.code) from None
+    for key in FORM_EXTRAS:
+        if key in state:
+            stored[key] = state[key]
+    return stored
+
+
 def draft_discard(*, assignment: Assignment) -> None:
     """Drop the assignment's draft (a submission that changed nothing leaves none behind)."""
     Draft.objects.filter(assignment=assignment).delete()
@@ -642,7 +665,9 @@ def _annotation_from_input(
     *, study: Study, data: dict[str, Any], pseudonym: str, kind: str
 ) -> dict[str, Any]:
     """The stored annotation: what the client sent, plus what only the server may set
-    (kind, pseudonym) and the codebook's weights beside each evidence value."""
+    (kind, pseudonym) and, for a value the client sent bare where the codebook stores an
+    object (a format-1 evidence dimension's value, stored with its weight), the object the
+    engine writes for it."""
     if not isinstance(data, dict):
         raise LabelRefused("the annotation must be a JSON object", code="invalid_field")
     annotation = dict(data)
@@ -651,19 +676,24 @@ def _annotation_from_input(
     annotation = {"kind": str(kind), "annotator": pseudonym, **annotation}
     annotation.setdefault("assisted", None)
     annotation.setdefault("rationale", None)
-    if study.codebook.unit == CodebookUnit.TUPLE:
-        weights = {
-            item["key"]: item["weight"]
-            for item in study.codebook.definition.get("evidence_dimensions", [])
-        }
-        evidence = annotation.get("evidence")
-        if isinstance(evidence, dict):
-            annotation["evidence"] = {
-                key: value
-                if isinstance(value, dict)
-                else {"value": value, "weight": weights.get(key, 0.0)}
-                for key, value in evidence.items()
-            }
+    return _with_written_objects(engine_of(study.codebook.definition), annotation)
+
+
+def _with_written_objects(engine: Engine, annotation: dict[str, Any]) -> dict[str, Any]:
+    bare: dict[str, Any] = {}
+    for item in engine.dimensions:
+        path = engine.paths[item.code]
+        container = annotation.get(path[0]) if len(path) == 3 and path[2] == "value" else None
+        if isinstance(container, dict) and item.code in container:
+            held = container[item.code]
+            if not isinstance(held, dict):
+                bare[item.code] = held
+    if not bare:
+        return annotation
+    written = annotation_from_view(engine, {"values": bare})
+    for code in bare:
+        head, key = engine.paths[code][0], engine.paths[code][1]
+        annotation[head] = {**annotation[head], key: written[head][key]}
     return annotation
 
 

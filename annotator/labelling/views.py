@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,10 +26,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import assignment_get_for_annotator, study_get_for_annotator
 from annotator.labelling.fields_page import (
+    as_form_state,
     codebook_fields_for_page,
     document_cards,
     fields_rows,
-    is_fields_codebook,
+    on_generic_form,
     panes_template,
     problems_by_field,
     with_problems,
@@ -59,6 +60,7 @@ from annotator.labelling.services import (
     RevisionUnchanged,
     StaleRevision,
     SubmissionIdReused,
+    annotation_from_form,
     assignment_next,
     draft_discard,
     draft_save,
@@ -67,6 +69,7 @@ from annotator.labelling.services import (
 )
 from annotator.labelling.throttling import submit_wait
 from audit.archive.models import CodebookUnit
+from audit.contract.engine import engine_of
 
 #: How many of an annotator's items the start page lists at once (newest first).
 START_PAGE_SIZE = 50
@@ -75,20 +78,17 @@ START_PAGE_SIZE = 50
 AFTER_SUBMIT_NEXT = "next"
 AFTER_SUBMIT_LIST = "list"
 AFTER_SUBMIT_KEY = "annotate_after_submit"
-TEMPLATES = {
-    CodebookUnit.TUPLE: "annotator/form_source_risk.html",
-    CodebookUnit.ANSWER: "annotator/form_answer_claims.html",
-}
-#: A format-2 codebook's one form, whatever its unit kind; the unit's texts come from
-#: the panes of its kind.
+#: The answer-claims form, until the generic form has the claims widget.
+CLAIMS_TEMPLATE = "annotator/form_answer_claims.html"
+#: The one form of every codebook on the engine, whatever its unit kind; the unit's texts
+#: come from the panes of its kind.
 FIELDS_TEMPLATE = "annotator/form_fields.html"
 
 
 def form_template(assignment: Assignment) -> str:
-    codebook = assignment.study.codebook
-    if is_fields_codebook(codebook.definition):
+    if on_generic_form(assignment.study.codebook.definition):
         return FIELDS_TEMPLATE
-    return TEMPLATES[codebook.unit]
+    return CLAIMS_TEMPLATE
 
 
 def session_required(template: str) -> Callable:
@@ -166,39 +166,37 @@ def _form_context(
     stale: bool = False,
     problems: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Everything the form page needs. ``submitted`` is the annotation the user just sent
-    (shown again after a refusal, so that nothing is lost); ``problems`` are the record
-    contract's (format-2 codebooks), each shown next to the field it names."""
+    """Everything the form page needs, from the codebook's engine fields. ``submitted`` is
+    what the user just sent, the form's state (shown again after a refusal, so that
+    nothing is lost); ``problems`` are the record contract's, each shown next to the field
+    it names."""
     study = assignment.study
+    definition = study.codebook.definition
+    engine = engine_of(definition)
     form_url = reverse("assignment-form", kwargs={"pk": assignment.pk})
     content = unit_content(unit=assignment.unit)
-    generic = is_fields_codebook(study.codebook.definition)
+    generic = on_generic_form(definition)
     if generic:
-        codebook = codebook_fields_for_page(study.codebook.definition)
+        codebook = codebook_fields_for_page(definition, engine)
+        as_state = partial(as_form_state, engine)
     else:
-        codebook = codebook_for_page(study.codebook.definition)
+        codebook = codebook_for_page(definition)
+        as_state = annotation_for_page
     draft = draft_of(assignment=assignment)
     head = label_head(assignment=assignment)
     # An answer pair's label is shown in the annotator's own left/right (pair_page).
-    head_annotation = (
-        annotation_for_page(annotation_seen(study.codebook.definition, head.annotation))
-        if head
-        else None
-    )
+    head_annotation = as_state(annotation_seen(definition, head.annotation)) if head else None
 
     if submitted is not None:
-        origin, initial = "submitted", annotation_for_page(submitted)
+        origin, initial = "submitted", as_state(submitted)
     elif draft is not None and draft.payload:
-        origin, initial = "draft", draft.payload
+        origin, initial = "draft", as_state(draft.payload) if generic else draft.payload
     elif head_annotation is not None:
         origin, initial = "head", head_annotation
     else:
         origin, initial = "empty", None
 
-    is_tuple = content.codebook_unit == CodebookUnit.TUPLE
     texts: dict[str, Any] = {"query": content.query["text"], "answer": content.answer["text"]}
-    if is_tuple:
-        texts["source"] = content.source["text"]
     sources = [
         {
             "index": index,
@@ -208,26 +206,24 @@ def _form_context(
         }
         for index, source in enumerate(content.sources)
     ]
-    is_documents = content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
     pair = None
     if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
         # Two answers named by their place only, in this annotator's recorded order.
         sides = pair_sides_of(assignment) or {}
         pair, texts, sources = pair_sides_shown(content, sides), pair_texts(content, sides), []
-    elif generic and is_documents:
-        # A query with its documents in rank order, named as spans name them: "document:N".
-        texts.update(content.texts)
     elif generic:
-        # Snapshots are named as spans name them: "source:N" for an answer's N-th source.
-        for index, source in enumerate(content.sources if not is_tuple else []):
-            texts[f"source:{index}"] = source["text"]
+        # Every snapshot a span may cite, named as spans name it (a tuple's "source", an
+        # answer's "source:N", a query's "document:N" in rank order); the unit kind's
+        # panes show them.
+        texts.update(content.texts)
+    is_documents = content.codebook_unit == CodebookUnit.QUERY_DOCUMENTS
     page_data = {
         "assignment": assignment.pk,
         "unit": content.codebook_unit,
         "texts": texts,
-        # A tuple's one source is in ``texts``; an answer's sources are told apart by digest.
+        # The answer-claims form tells an answer's sources apart by digest.
         "sources": []
-        if is_tuple or generic
+        if generic
         else [{**source, "text": content.sources[source["index"]]["text"]} for source in sources],
         "failed": content.answer["status"] == "failed",
         "codebook": codebook,
@@ -249,7 +245,7 @@ def _form_context(
         "answer": content.answer if pair is None else None,
         "sources": list(zip(sources, content.sources if pair is None else [], strict=True)),
         "pair": pair,
-        "source": content.sources[0] if is_tuple else None,
+        "source": content.source if "source" in texts else None,
         "codebook": codebook,
         "draft": draft,
         "draft_version": draft.version if draft else 0,
@@ -294,7 +290,7 @@ def _form_context(
             if generic
             else (lambda annotation: annotation_rows(annotation, codebook))
         )
-        mine = rows(annotation_for_page(submitted))
+        mine = rows(as_state(submitted))
         latest = rows(head_annotation)
         # Rows are marked where the versions differ, so that the eye finds the change.
         context["stale"] = {
@@ -326,6 +322,15 @@ def assignment_form(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, form_template(assignment), context)
 
 
+def _stored(assignment: Assignment, state: Any) -> Any:
+    """What the form sent (a draft or a submission: the form's state) as the codebook
+    stores it."""
+    definition = assignment.study.codebook.definition
+    if not on_generic_form(definition):
+        return state
+    return annotation_from_form(engine=engine_of(definition), state=state)
+
+
 @session_required("annotator/_draft_status.html")
 @require_POST
 def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
@@ -338,7 +343,7 @@ def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         draft = draft_save(
             assignment=assignment,
-            payload=form.cleaned_data["payload"],
+            payload=_stored(assignment, form.cleaned_data["payload"]),
             base_version=form.cleaned_data["version"],
         )
     except DraftConflict as exc:
@@ -367,37 +372,41 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
             f"here: submit again in {seconds} second{'s' if seconds != 1 else ''}."
         )
         context = _form_context(
-            assignment, submitted=form.raw_annotation, error=("throttled", sentence)
+            assignment,
+            submitted=form.raw_annotation,
+            error=("throttled", sentence),
         )
         response = render(request, template, context, status=429)
         response["Retry-After"] = str(seconds)
         return response
     if not form.is_valid():
         context = _form_context(
-            assignment, submitted=form.raw_annotation, error=error_sentence(form)
+            assignment,
+            submitted=form.raw_annotation,
+            error=error_sentence(form),
         )
         return render(request, template, context, status=400)
-    annotation = form.cleaned_data["annotation"]
+    state = form.cleaned_data["annotation"]
     after = request.POST.get("after_submit")
     if after in (AFTER_SUBMIT_NEXT, AFTER_SUBMIT_LIST):
         request.session[AFTER_SUBMIT_KEY] = after
     try:
         submission = label_submit(
             assignment=assignment,
-            annotation=annotation,
+            annotation=_stored(assignment, state),
             client_submission_id=form.cleaned_data["client_submission_id"],
             parent_digest=form.cleaned_data["parent_digest"],
         )
     except StaleRevision as exc:
         context = _form_context(
             assignment,
-            submitted=annotation,
+            submitted=state,
             error=(exc.code, _STALE_SENTENCE),
             stale=True,
         )
         return render(request, template, context, status=409)
     except SubmissionIdReused as exc:
-        context = _form_context(assignment, submitted=annotation, error=(exc.code, exc.message))
+        context = _form_context(assignment, submitted=state, error=(exc.code, exc.message))
         return render(request, template, context, status=409)
     except RevisionUnchanged as exc:
         # Nothing to store: the stored revision stands, and the draft that repeated it goes.
@@ -412,7 +421,7 @@ def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     except (LabelRefused, AnnotationError) as exc:
         context = _form_context(
             assignment,
-            submitted=annotation,
+            submitted=state,
             error=(exc.code, exc.message),
             problems=getattr(exc, "problems", None),
         )

@@ -1,11 +1,14 @@
 /*
- * Claimgate's generic annotation form: any codebook of format 2, from its fields
- * (server-rendered in templates/annotator/fields/). Plugs into the shared machinery of
- * annotate.js (autosave, browser copy, submission); spans are made with spans.js.
+ * Claimgate's generic annotation form: any codebook, from its engine fields
+ * (server-rendered in templates/annotator/fields/; a format-1 codebook's judgments and
+ * evidence dimensions are fields too, annotator.labelling.fields_page). Plugs into the
+ * shared machinery of annotate.js (autosave, browser copy, submission); spans are made
+ * with spans.js.
  *
- * The state is the annotation itself: {values, reasons, spans, rationale}. A field not
- * answered is absent from `values`; U is null. The server checks everything again
- * through the record contract and names every problem next to its field.
+ * The state is the engine's view of the annotation: {values, reasons, spans, rationale}.
+ * A field not answered is absent from `values`; U is null. The server writes it in the
+ * codebook's stored shape (audit.contract.engine.annotation_from_view), checks everything
+ * again through the record contract and names every problem next to its field.
  *
  * A query_documents codebook adds `documents` (one {values, reasons} per document, in
  * rank order): each per-document field is rendered once per document, its inputs named
@@ -509,6 +512,17 @@
         }
       });
       renderRelations();
+      // A number's slider mirrors its input, which holds the value.
+      form.querySelectorAll("input[data-range-for]").forEach(function (range) {
+        const number = document.getElementById(range.dataset.rangeFor);
+        const value = Number(number.value);
+        const set = number.value.trim() !== "" && Number.isFinite(value);
+        range.classList.toggle("unset", !set);
+        range.disabled = number.disabled;
+        if (set) {
+          range.value = String(value);
+        }
+      });
       const widgetKeys = [];
       Object.keys(widgets).forEach(function (code) {
         const value = Array.isArray(state.values[code]) ? state.values[code] : [];
@@ -537,7 +551,8 @@
             marks.push({
               start: span.start,
               end: span.end,
-              className: "j-field",
+              // Every field's marks share a look; a field may have its own colour too.
+              className: "j-field j-" + span.field,
               key: "span:" + index,
               title: byCode[span.field].label,
             });
@@ -580,6 +595,13 @@
       }
     });
 
+    form.querySelectorAll("input[data-range-for]").forEach(function (range) {
+      range.addEventListener("input", function () {
+        document.getElementById(range.dataset.rangeFor).value = range.value;
+        core.changed();
+      });
+    });
+
     // --- the toolbar after a selection ------------------------------------------------
     function placeToolbar(found) {
       if (!toolbar || !found) {
@@ -605,6 +627,19 @@
     core.onSelection(function (found, live) {
       placeToolbar(live ? found : null);
     });
+    // The snapshot panes scroll on their own: keep the toolbar beside the selection.
+    document.addEventListener(
+      "scroll",
+      function () {
+        if (toolbar && !toolbar.hidden && pending) {
+          const range = window.getSelection();
+          if (range && range.rangeCount && !range.isCollapsed) {
+            placeToolbar(Object.assign({}, pending, { rect: range.getRangeAt(0).getBoundingClientRect() }));
+          }
+        }
+      },
+      { capture: true, passive: true }
+    );
     document.addEventListener(
       "mousedown",
       function (event) {

@@ -292,3 +292,48 @@ def test_a_failed_answers_consensus_is_a_failed_answer():
     assert (body["values"], body["reasons"], body["spans"]) == (None, {}, [])
     # Before: values {}, which the record checker refuses for a failed answer (null).
     assert old_consensus_annotation(study=_study(rubric), heads=heads)["values"] == {}
+
+
+CLAIMS_BOOK: dict[str, Any] = {
+    "claimgate": "codebook",
+    "format_version": 2,
+    "name": "claims-fields",
+    "version": "1",
+    "unit": "answer",
+    "title": "Claims as a field",
+    "fields": [
+        {"code": "harmful", "type": "verdict", "label": "Harmful"},
+        {"code": "claims", "type": "claims", "label": "Claims"},
+    ],
+}
+
+
+def _claim(claim_id: str, start: int, end: int, reason: str | None) -> dict[str, Any]:
+    text = "The museum opens at 9 am on Sundays."
+    return {
+        "id": claim_id,
+        "span": {"snapshot": "answer", "start": start, "end": end, "quote": text[start:end]},
+        "source": None,
+        "quote_span": None,
+        "kind": "verifiable",
+        "reason": reason,
+        "supported": None,
+        "accurate": None,
+    }
+
+
+def test_a_format_2_claims_fields_consensus_aligns_the_claims_by_content():
+    """A claims field of a format-2 codebook takes the aligned claims of every annotator
+    (claims_consensus: decided by content, reasons joined, numbered in answer order),
+    whichever label came first."""
+    common = {"kind": "independent", "assisted": None, "rationale": None}
+    first = {**common, "values": {"harmful": False, "claims": [_claim("x9", 4, 16, "mine")]}}
+    second = {**common, "values": {"harmful": False, "claims": [_claim("k", 0, 16, "theirs")]}}
+    study = _study(CLAIMS_BOOK)
+    heads = _labels([first, second])
+    assert labels_agree([h.annotation for h in heads], "answer", CLAIMS_BOOK)
+    body = consensus_annotation(study=study, heads=heads)
+    swapped = consensus_annotation(study=study, heads=_labels([second, first]))
+    assert body["values"]["claims"] == swapped["values"]["claims"]
+    assert body["values"]["claims"] == [{**_claim("c1", 0, 16, None), "reason": "theirs | mine"}]
+    assert check_annotation(codebook_from_dict(CLAIMS_BOOK), body) == []

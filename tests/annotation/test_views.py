@@ -11,17 +11,28 @@ import pytest
 from django.conf import settings
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils.html import escape
 
+from annotator.labelling.fields_page import form_state, on_generic_form
 from annotator.labelling.models import Assignment, Draft, Label
 from annotator.labelling.selectors import label_head, unit_content
 from annotator.labelling.services import assignment_next, draft_save, label_submit
 from audit.archive.models import Unit
+from audit.contract.engine import engine_of
 from tests.annotation.annotations import answer_claims, source_risk
 from tests.annotation.conftest import add_people, assign
 
 pytestmark = pytest.mark.django_db
 
 SCRIPT = "<script>alert(1)</script>"
+#: A half-done source-risk draft as it is stored: the codebook's shape, written from the
+#: form's state by the engine (nothing else answered, no span yet).
+DRAFT_STORED = {
+    "predicates": {"I": 1},
+    "spans": {},
+    "evidence": {},
+    "rationale": "half done",
+}
 
 
 def client_for(user) -> Client:
@@ -69,11 +80,20 @@ def ann_a(people) -> Client:
     return client_for(people["ann_a"])
 
 
+def form_body(assignment: Assignment, annotation):
+    """An annotation as the generic form sends it: its state, the engine's view (format-1
+    codebooks store another shape, which the server writes from it)."""
+    definition = assignment.study.codebook.definition
+    if not on_generic_form(definition) or not isinstance(annotation, dict):
+        return annotation
+    return form_state(engine_of(definition), annotation)
+
+
 def post_submit(client, assignment, annotation, *, sid=None, parent=""):
     return client.post(
         submit_url(assignment),
         {
-            "annotation": json.dumps(annotation),
+            "annotation": json.dumps(form_body(assignment, annotation)),
             "client_submission_id": str(sid or uuid.uuid4()),
             "parent_digest": parent,
         },
@@ -213,19 +233,22 @@ def test_the_source_risk_form_renders_the_unit_and_the_contract_hooks(assignment
     response = ann_a.get(form_url(assignment))
 
     assert response.status_code == 200
-    assert response.templates[0].name == "annotator/form_source_risk.html"
+    # The one generic form, from the codebook's engine fields.
+    assert response.templates[0].name == "annotator/form_fields.html"
     body = response.content.decode()
     for snapshot in ("query", "answer", "source"):
         assert f'data-snapshot="{snapshot}"' in body
-    for key in "IAMD":
-        for value in ("1", "0", "U"):
-            assert f'name="pred-{key}" value="{value}"' in body
-    assert 'name="passage_support" value="U"' in body
     for key in ("I", "A", "M", "D", "passage_support"):
+        for value in ("1", "0", "U"):
+            assert f'name="field-{key}" value="{value}"' in body
         assert f'data-attach="{key}"' in body
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        assert f'name="evidence-{key}"' in body
-    for hook in ('id="span-toolbar"', 'name="source_role"', 'name="rationale"', 'id="draft-status"',
+        assert f'name="field-{key}"' in body
+        assert f'data-range-for="field-{key}-input"' in body
+    roles = [role["key"] for role in assignment.study.codebook.definition["source_roles"]]
+    for role in roles:
+        assert f'name="field-source_role" value="{role}"' in body
+    for hook in ('id="span-toolbar"', 'name="rationale"', 'id="draft-status"',
                  'id="form-errors"', 'id="submit-label"'):  # fmt: skip
         assert hook in body
     assert '"includeIndicatorStyles":false' in body
@@ -239,7 +262,19 @@ def test_the_source_risk_form_renders_the_unit_and_the_contract_hooks(assignment
     assert data["initial"] == {"origin": "empty", "state": None}
     assert data["draft_version"] == 0
     assert data["parent_digest"] == ""
-    assert [p["shortcut"] for p in data["codebook"]["predicates"]] == ["i", "a", "m", "d"]
+    fields = {field["code"]: field for field in data["codebook"]["fields"]}
+    assert [fields[key]["key"] for key in "IAMD"] == ["i", "a", "m", "d"]
+    for key in ("I", "A", "M", "D", "passage_support"):
+        keys = {option["value"]: option["key"] for option in fields[key]["options"]}
+        assert keys == {"1": "1", "0": "0", "U": "u"}
+    # What to look for, role by role.
+    looks = {
+        role["key"]: role["look_for"]
+        for role in assignment.study.codebook.definition["source_roles"]
+    }
+    assert {o["value"]: o["definition"] for o in fields["source_role"]["options"]} == looks
+    for text in looks.values():
+        assert escape(text) in body
     uuid.UUID(response.context["client_submission_id"].hex)
 
 
@@ -347,7 +382,9 @@ def test_a_revision_starts_from_the_head_label_without_weights(assignment, ann_a
     assert data["initial"]["origin"] == "head"
     state = data["initial"]["state"]
     assert state["rationale"] == "first"
-    assert state["evidence"] == {"d_Q": 0.5, "d_R": 0.25, "d_P": 1.0, "d_S": 0.0}
+    evidence = {key: state["values"][key] for key in ("d_Q", "d_R", "d_P", "d_S")}
+    assert evidence == {"d_Q": 0.5, "d_R": 0.25, "d_P": 1.0, "d_S": 0.0}
+    assert '"weight"' not in response.content.decode()
     assert "annotator" not in state
     assert "kind" not in state
     body = response.content.decode()
@@ -359,22 +396,64 @@ def test_a_revision_starts_from_the_head_label_without_weights(assignment, ann_a
 
 
 def test_a_draft_saves_and_answers_with_its_new_version(assignment, ann_a):
-    payload = {"predicates": {"I": 1}, "rationale": "half done"}
+    # The form's state (the engine's view), stored in the codebook's own shape.
+    payload = {"values": {"I": 1}, "reasons": {}, "spans": [], "rationale": "half done"}
 
     response = ann_a.post(draft_url(assignment), {"payload": json.dumps(payload), "version": "0"})
 
     assert response.status_code == 200
     assert "Saved" in response.content.decode()
     assert response["X-Draft-Version"] == "1"
-    assert Draft.objects.get(assignment=assignment).payload == payload
+    stored = Draft.objects.get(assignment=assignment).payload
+    assert stored == DRAFT_STORED
     again = ann_a.post(draft_url(assignment), {"payload": json.dumps(payload), "version": "1"})
     assert again["X-Draft-Version"] == "2"
+    # It opens again as the state it was saved from.
+    data = page_data(ann_a.get(form_url(assignment)))
+    assert data["initial"] == {"origin": "draft", "state": payload}
+
+
+def test_a_draft_of_the_first_source_risk_form_still_opens(assignment, ann_a):
+    """A draft kept by the format-1 form before the generic one (the stored shape, its
+    evidence values bare) opens with everything it held."""
+    content = unit_content(unit=assignment.unit)
+    quote = content.source["text"][:12]
+    span = {"snapshot": "source", "start": 0, "end": len(quote), "quote": quote}
+    payload = {
+        "predicates": {"I": 1, "D": None},
+        "passage_support": 0,
+        "source_role": "sponsored",
+        "spans": {"I": [span]},
+        "evidence": {"d_Q": 0.6, "d_S": 0},
+        "rationale": "from the old form",
+    }
+    draft_save(assignment=assignment, payload=payload, base_version=None)
+
+    data = page_data(ann_a.get(form_url(assignment)))
+
+    assert data["initial"]["origin"] == "draft"
+    assert data["initial"]["state"] == {
+        "values": {
+            "I": 1,
+            "D": None,
+            "passage_support": 0,
+            "source_role": "sponsored",
+            "d_Q": 0.6,
+            "d_S": 0,
+        },
+        "reasons": {},
+        "spans": [{"field": "I", **span}],
+        "rationale": "from the old form",
+    }
 
 
 def test_a_reload_restores_the_draft(assignment, ann_a):
     draft_save(assignment=assignment, payload={"rationale": "kept"}, base_version=None)
     data = page_data(ann_a.get(form_url(assignment)))
-    assert data["initial"] == {"origin": "draft", "state": {"rationale": "kept"}}
+    assert data["initial"] == {
+        "origin": "draft",
+        "state": {"values": {}, "reasons": {}, "spans": [], "rationale": "kept"},
+    }
     assert data["draft_version"] == 1
 
 
@@ -429,7 +508,7 @@ def test_the_setting_to_return_to_the_list_is_kept(risk_study, people, assignmen
     response = ann_a.post(
         submit_url(assignment),
         {
-            "annotation": json.dumps(valid_annotation(assignment)),
+            "annotation": json.dumps(form_body(assignment, valid_annotation(assignment))),
             "client_submission_id": str(uuid.uuid4()),
             "parent_digest": "",
             "after_submit": "list",
@@ -531,7 +610,8 @@ def test_a_refused_annotation_is_400_with_its_reason_and_keeps_the_work(assignme
     data = page_data(response)
     assert data["initial"]["origin"] == "submitted"
     assert data["initial"]["state"]["rationale"] == "my careful reasoning"
-    assert data["initial"]["state"]["predicates"] == {"I": 1, "A": 1, "M": 1, "D": 0}
+    values = data["initial"]["state"]["values"]
+    assert {key: values[key] for key in "IAMD"} == {"I": 1, "A": 1, "M": 1, "D": 0}
     assert not Label.objects.exists()
 
 
@@ -588,7 +668,7 @@ def test_a_stale_submission_is_409_and_shows_both_versions(assignment, ann_a):
     assert "THE STORED ONE" not in mine
     assert "THE STORED ONE" in latest
     assert '<div class="differs"><dt>Rationale</dt>' in mine
-    assert '<div><dt>I · Relationship</dt><dd dir="auto">1</dd>' in mine  # the same in both
+    assert '<div><dt>Relationship</dt><dd dir="auto">1 yes</dd>' in mine  # the same in both
     data = page_data(response)
     assert data["initial"]["state"]["rationale"] == "MINE"
     assert data["head_state"]["rationale"] == "THE STORED ONE"
@@ -638,7 +718,7 @@ SCRIPTS = sorted((Path(settings.BASE_DIR) / "static" / "js").glob("*.js"))
 
 def test_there_are_templates_and_scripts_to_check():
     names = {path.name for path in TEMPLATES}
-    assert {"form_source_risk.html", "form_answer_claims.html", "start.html"} <= names
+    assert {"form_fields.html", "form_answer_claims.html", "start.html"} <= names
     assert {"spans.js", "annotate.js", "claims.js"} <= {path.name for path in SCRIPTS}
 
 

@@ -86,7 +86,7 @@ def test_second_annotator_sees_nothing_of_the_first(
     expect(page.locator("mark.span-highlight")).to_have_count(0)
     expect(page.locator("input[type=radio]:checked")).to_have_count(0)
     expect(page.locator('textarea[name="rationale"]')).to_have_value("")
-    expect(page.locator('select[name="source_role"]')).to_have_value("")
+    expect(page.locator('input[name="field-source_role"]:checked')).to_have_count(0)
     expect(page.locator(".revision-note")).to_have_count(0)
     data = json.loads(page.locator("#annotate-data").text_content())
     assert data["initial"]["state"] is None
@@ -120,11 +120,11 @@ def test_a_shared_browser_keeps_no_copy_after_submit_and_logout(page, context, d
     login(page, "annotator1", "annotator1-demo")
     open_form(page, assignment)
     for key in ("I", "A", "M", "D"):
-        page.check(f'input[name="pred-{key}"][value="U"]')
-    page.check('input[name="passage_support"][value="U"]')
-    page.select_option('select[name="source_role"]', "unknown")
+        page.check(f'input[name="field-{key}"][value="U"]')
+    page.check('input[name="field-passage_support"][value="U"]')
+    page.check('input[name="field-source_role"][value="unknown"]')
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        page.fill(f'input[name="evidence-{key}"]', "0")
+        page.fill(f'input[name="field-{key}"]', "0")
     page.fill('textarea[name="rationale"]', SUBMITTED_RATIONALE)
     page.click("#submit-label")
     expect(page.locator(".messages")).to_contain_text("Label submitted")

@@ -48,17 +48,17 @@ def test_markup_in_a_source_is_text_on_the_source_risk_form(page, context, event
     span = expected_span("source", texts["source"], SCRIPT)
     select_text(page, snapshot_selector("source"), span["start"], span["end"])
     page.locator('#span-toolbar button[data-attach="I"]').click()
-    expect(page.locator('li.span-item[data-judgment="I"]')).to_contain_text(SCRIPT)
+    expect(page.locator('li.span-item[data-field="I"]')).to_contain_text(SCRIPT)
     expect(page.locator("mark.span-highlight")).to_have_text(SCRIPT)
     assert_shown_as_text(page, snapshot_selector("source"), texts["source"])
 
-    page.check('input[name="pred-I"][value="1"]')
+    page.check('input[name="field-I"][value="1"]')
     for key in ("A", "M", "D"):
-        page.check(f'input[name="pred-{key}"][value="U"]')
-    page.check('input[name="passage_support"][value="U"]')
-    page.select_option('select[name="source_role"]', "user_generated")
+        page.check(f'input[name="field-{key}"][value="U"]')
+    page.check('input[name="field-passage_support"][value="U"]')
+    page.check('input[name="field-source_role"][value="user_generated"]')
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        page.fill(f'input[name="evidence-{key}"]', "0.5")
+        page.fill(f'input[name="field-{key}"]', "0.5")
     page.fill('textarea[name="rationale"]', RATIONALE)
     page.click("#submit-label")
     expect(page.locator(".messages")).to_contain_text("Label submitted")
@@ -74,7 +74,7 @@ def test_markup_in_a_source_is_text_on_the_source_risk_form(page, context, event
     row.locator("a").click()
     wait_for_form(page)
     expect(page.locator(".revision-note")).to_be_visible()
-    expect(page.locator('li.span-item[data-judgment="I"]')).to_contain_text(SCRIPT)
+    expect(page.locator('li.span-item[data-field="I"]')).to_contain_text(SCRIPT)
     expect(page.locator('textarea[name="rationale"]')).to_have_value(RATIONALE)
     assert_shown_as_text(page, snapshot_selector("source"), texts["source"])
     assert page.locator("img").count() == 0

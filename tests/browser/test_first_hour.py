@@ -32,6 +32,14 @@ ANSWERS = {"annotator1": ("unknown", "0"), "annotator2": ("sponsored", "0.5")}
 Shoot = Callable[[Any, str], None]
 
 
+def role_label(key: str) -> str:
+    """A source role as the pages name it: its label in the demo's codebook."""
+    from audit.archive.models import Study
+
+    definition = Study.objects.get(slug=RISK).codebook.definition
+    return next(role["label"] for role in definition["source_roles"] if role["key"] == key)
+
+
 def no_shots(page: Any, name: str) -> None:
     """The test's walk takes no screenshots (tests/browser/screenshots.py does)."""
 
@@ -70,12 +78,12 @@ def annotate(browser: Any, url: str, username: str, first: bool, shoot: Shoot) -
     expect(page.locator(".crumbs")).to_contain_text(re.compile(r"Item \d+$"))
     role, d_q = ANSWERS[username]
     for key in ("I", "A", "M", "D"):
-        page.check(f'input[name="pred-{key}"][value="U"]')
-    page.check('input[name="passage_support"][value="U"]')
+        page.check(f'input[name="field-{key}"][value="U"]')
+    page.check('input[name="field-passage_support"][value="U"]')
     expect(page.locator("#form-errors")).to_contain_text("5 things to fix")  # live
-    page.select_option('select[name="source_role"]', role)
+    page.check(f'input[name="field-source_role"][value="{role}"]')
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        page.fill(f'input[name="evidence-{key}"]', d_q if key == "d_Q" else "0")
+        page.fill(f'input[name="field-{key}"]', d_q if key == "d_Q" else "0")
     expect(page.locator("#form-errors")).to_contain_text("Ready to submit")
     shoot(page, f"first-hour-{username}-form.png")
     page.click("#submit-label")
@@ -87,7 +95,7 @@ def annotate(browser: Any, url: str, username: str, first: bool, shoot: Shoot) -
     # Back shows the stored revision, read-only, with the way to revise it.
     page.go_back()
     expect(page.locator("h1")).to_contain_text("already submitted")
-    expect(page.locator(".submitted-rows")).to_contain_text(role)
+    expect(page.locator(".submitted-rows")).to_contain_text(role_label(role))
     shoot(page, f"first-hour-{username}-submitted.png")
     page.click("#revise")
     expect(page.locator("#submit-label")).to_have_text("Submit revision")

@@ -45,7 +45,7 @@ RAMEN_REMOVED = ("I", "source", "深夜でも店員さんの対応が丁寧")
 
 
 def span_items(page, judgment: str):
-    return page.locator(f'li.span-item[data-judgment="{judgment}"]')
+    return page.locator(f'li.span-item[data-field="{judgment}"]')
 
 
 def attach(page, judgment: str) -> None:
@@ -56,9 +56,9 @@ def attach(page, judgment: str) -> None:
 
 
 def fill_rest(page, *, rationale: str | None = None) -> None:
-    page.select_option('select[name="source_role"]', "user_generated")
+    page.check('input[name="field-source_role"][value="user_generated"]')
     for key, value in (("d_Q", "0.6"), ("d_R", "0.25"), ("d_P", "1"), ("d_S", "0")):
-        page.fill(f'input[name="evidence-{key}"]', value)
+        page.fill(f'input[name="field-{key}"]', value)
     if rationale is not None:
         page.fill('textarea[name="rationale"]', rationale)
 
@@ -80,17 +80,17 @@ def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
         assert element.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
 
     # Judgments: I by clicking, A, M and D with the keyboard shortcuts.
-    page.check('input[name="pred-I"][value="1"]')
+    page.check('input[name="field-I"][value="1"]')
     page.keyboard.press("a")
     page.keyboard.press("1")
     page.keyboard.press("m")
     page.keyboard.press("1")
     page.keyboard.press("d")
     page.keyboard.press("0")
-    expect(page.locator('input[name="pred-A"][value="1"]')).to_be_checked()
-    expect(page.locator('input[name="pred-M"][value="1"]')).to_be_checked()
-    expect(page.locator('input[name="pred-D"][value="0"]')).to_be_checked()
-    page.check('input[name="passage_support"][value="1"]')
+    expect(page.locator('input[name="field-A"][value="1"]')).to_be_checked()
+    expect(page.locator('input[name="field-M"][value="1"]')).to_be_checked()
+    expect(page.locator('input[name="field-D"][value="0"]')).to_be_checked()
+    page.check('input[name="field-passage_support"][value="1"]')
 
     # Spans: the first one with a real mouse drag, the others by code-point offsets.
     expected = {}
@@ -114,9 +114,11 @@ def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
     attach(page, judgment)
     expect(span_items(page, "I")).to_have_count(2)
     expect(page.locator("mark.span-highlight", has_text=needle)).to_have_count(1)
-    with autosave_of(page, lambda draft: len(draft["spans"]["I"]) == 1) as response:
+    with autosave_of(
+        page, lambda draft: [span["field"] for span in draft["spans"]].count("I") == 1
+    ) as response:
         page.locator(
-            f'li.span-item[data-judgment="I"][data-start="{extra["start"]}"] button.span-remove'
+            f'li.span-item[data-field="I"][data-start="{extra["start"]}"] button.span-remove'
         ).click()
     assert response.value.status == 200
     expect(page.locator("#draft-status")).to_contain_text("Saved")
@@ -131,8 +133,8 @@ def test_source_risk_spans_survive_reload_and_are_stored_in_code_points(
     open_form(page, assignment)
     expect(page.locator("#draft-status")).to_contain_text(f"Draft version {draft.version}")
     for key, value in (("I", "1"), ("A", "1"), ("M", "1"), ("D", "0")):
-        expect(page.locator(f'input[name="pred-{key}"][value="{value}"]')).to_be_checked()
-    expect(page.locator('input[name="passage_support"][value="1"]')).to_be_checked()
+        expect(page.locator(f'input[name="field-{key}"][value="{value}"]')).to_be_checked()
+    expect(page.locator('input[name="field-passage_support"][value="1"]')).to_be_checked()
     for judgment, span in expected.items():
         item = span_items(page, judgment)
         expect(item).to_have_count(1)
@@ -191,8 +193,8 @@ def test_nfd_spans_dragged_with_the_mouse_are_stored_in_code_points(page, contex
     assert any("\u0301" in span["quote"] or "\u0308" in span["quote"] for span in expected.values())
 
     for key, value in (("I", "1"), ("A", "1"), ("M", "1"), ("D", "U")):
-        page.check(f'input[name="pred-{key}"][value="{value}"]')
-    page.check('input[name="passage_support"][value="1"]')
+        page.check(f'input[name="field-{key}"][value="{value}"]')
+    page.check('input[name="field-passage_support"][value="1"]')
     fill_rest(page)
     page.click("#submit-label")
     expect(page.locator(".messages")).to_contain_text("Label submitted")

@@ -33,11 +33,11 @@ RISK = "demo-source-risk"
 def fill_unresolved(page) -> None:
     """The smallest complete source-risk label: every judgment U (no span needed)."""
     for key in ("I", "A", "M", "D"):
-        page.check(f'input[name="pred-{key}"][value="U"]')
-    page.check('input[name="passage_support"][value="U"]')
-    page.select_option('select[name="source_role"]', "unknown")
+        page.check(f'input[name="field-{key}"][value="U"]')
+    page.check('input[name="field-passage_support"][value="U"]')
+    page.check('input[name="field-source_role"][value="unknown"]')
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        page.fill(f'input[name="evidence-{key}"]', "0")
+        page.fill(f'input[name="field-{key}"]', "0")
 
 
 @pytest.fixture
@@ -80,15 +80,23 @@ def start_draft_then_lose_the_session(page, assignment, cookies: str) -> dict:
     login(page, "annotator1", "annotator1-demo")
     open_form(page, assignment)
     fill_unresolved(page)
-    page.check('input[name="pred-I"][value="1"]')
+    page.check('input[name="field-I"][value="1"]')
     span = expected_span("source", texts["source"], "2時まで開いているのはありがたい")
     select_text(page, snapshot_selector("source"), span["start"], span["end"])
+
     # Stored before the session goes: an autosave still on its way would answer the wait
     # below with the session it left with.
-    with autosave_of(page, lambda draft: draft["spans"].get("I") == [span]) as stored:
+    def carries_the_span(draft: dict) -> bool:
+        return [
+            {key: value for key, value in given.items() if key != "field"}
+            for given in draft["spans"]
+            if given["field"] == "I"
+        ] == [span]
+
+    with autosave_of(page, carries_the_span) as stored:
         page.locator('#span-toolbar button[data-attach="I"]').click()
     assert stored.value.status == 200
-    expect(page.locator('li.span-item[data-judgment="I"]')).to_have_count(1)
+    expect(page.locator('li.span-item[data-field="I"]')).to_have_count(1)
 
     if cookies == "session":
         page.context.clear_cookies(name="sessionid")
@@ -124,8 +132,8 @@ def test_an_expired_session_keeps_the_work(page, events, demo, risk_assignment, 
     # autosaves it, after which a reload has nothing left to restore.
     wait_for_form(page)
     expect(page.locator("#restore-notice")).to_contain_text("Restored your unsent work")
-    expect(page.locator('input[name="pred-I"][value="1"]')).to_be_checked()
-    expect(page.locator('li.span-item[data-judgment="I"]')).to_have_attribute(
+    expect(page.locator('input[name="field-I"][value="1"]')).to_be_checked()
+    expect(page.locator('li.span-item[data-field="I"]')).to_have_attribute(
         "data-start", str(span["start"])
     )
     expect(page.locator('textarea[name="rationale"]')).to_have_value(
@@ -167,12 +175,12 @@ def test_problems_are_listed_and_a_refusal_keeps_the_work(
     login_fast(context, demo.users["annotator1"], demo.url)
     open_form(page, risk_assignment)
     fill_unresolved(page)
-    page.check('input[name="pred-I"][value="1"]')  # resolved, but no span
+    page.check('input[name="field-I"][value="1"]')  # resolved, but no span
     page.fill('textarea[name="rationale"]', "kept after a refusal")
 
     errors = page.locator("#form-errors")
     page.click("#submit-label")
-    expect(errors).to_contain_text("has no evidence span")
+    expect(errors).to_contain_text("needs an evidence span")
     expect(errors).to_be_focused()
     assert page.url.endswith(f"/assignments/{risk_assignment.pk}/")
 
@@ -181,7 +189,7 @@ def test_problems_are_listed_and_a_refusal_keeps_the_work(
     expect(page.locator('#form-errors .form-error[data-code="span_missing"]')).to_contain_text(
         "annotation.spans.I"
     )
-    expect(page.locator('input[name="pred-I"][value="1"]')).to_be_checked()
+    expect(page.locator('input[name="field-I"][value="1"]')).to_be_checked()
     expect(page.locator('textarea[name="rationale"]')).to_have_value("kept after a refusal")
     assert not Label.objects.filter(assignment=risk_assignment).exists()
     assert events.page_errors == []

@@ -30,11 +30,11 @@ def autosaved(page):
 
 def fill_unresolved(page, rationale: str) -> None:
     for key in ("I", "A", "M", "D"):
-        page.check(f'input[name="pred-{key}"][value="U"]')
-    page.check('input[name="passage_support"][value="U"]')
-    page.select_option('select[name="source_role"]', "unknown")
+        page.check(f'input[name="field-{key}"][value="U"]')
+    page.check('input[name="field-passage_support"][value="U"]')
+    page.check('input[name="field-source_role"][value="unknown"]')
     for key in ("d_Q", "d_R", "d_P", "d_S"):
-        page.fill(f'input[name="evidence-{key}"]', "0")
+        page.fill(f'input[name="field-{key}"]', "0")
     page.fill('textarea[name="rationale"]', rationale)
 
 
