@@ -14,6 +14,7 @@ from annotator.labelling.fields_page import (
     claim_message,
     claims_widget,
     codebook_fields_for_page,
+    fields_rows,
     problems_by_field,
 )
 from audit.contract.engine import engine_of
@@ -115,3 +116,30 @@ def test_the_engine_of_a_format_1_answer_codebook_gives_the_editor_its_format_1_
     assert [k["label"] for k in widget["kinds"]] == list(labels.values())
     optional = {**definition, "reasons": "optional"}
     assert claims_of(codebook_fields_for_page(optional)["fields"])["reason_required"] is False
+
+
+def test_claims_are_shown_claim_by_claim():
+    fields = codebook_fields_for_page(CODEBOOK)["fields"]
+    span = {"snapshot": "answer", "start": 0, "end": 4, "quote": "Open"}
+    quote = {"snapshot": "source:1", "start": 2, "end": 6, "quote": "till"}
+    claim = {
+        "id": "c1",
+        "span": span,
+        "source": "source:1",
+        "quote_span": quote,
+        "supported": True,
+        "accurate": None,
+        "current": False,
+        "kind": "verifiable",
+        "reason": "the page says so",
+    }
+    rows = fields_rows({"values": {"claims": [claim], "trustworthy": True}}, fields)
+    assert rows[:6] == [
+        ("Claims", "1 claim"),
+        ("Claim c1", "answer [0, 4): “Open”"),
+        ("Claim c1 judgments", "kind verifiable, supported true, accurate unknown, current false"),
+        ("Claim c1 source", "source:1"),
+        ("Claim c1 quote", "source:1 [2, 6): “till”"),
+        ("Claim c1 reason", "the page says so"),
+    ]
+    assert ("Trustworthy", "true") in rows
