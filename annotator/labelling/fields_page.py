@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from audit.contract.codebook import Codebook
 from audit.contract.engine import ABSENT, Engine, engine_of, engine_values, value_at
 from audit.contract.fields import Field
 
@@ -36,13 +37,6 @@ def panes_template(unit_kind: str) -> str:
     """The template showing a unit's texts, by unit kind (``annotator/panes/<kind>.html``):
     a new unit kind plugs in with its own panes, naming its snapshots as spans name them."""
     return f"annotator/panes/{unit_kind}.html"
-
-
-def on_generic_form(definition: Mapping[str, Any] | None) -> bool:
-    """Whether the codebook is annotated with the generic form (every codebook but
-    format 1's answer-claims, whose claims editor is not a field widget yet)."""
-    engine = engine_of(definition)
-    return engine.format_version != 1 or engine.unit != "answer"
 
 
 def is_fields_codebook(definition: Mapping[str, Any] | None) -> bool:
@@ -97,6 +91,16 @@ def _option_rows(field: Field) -> list[dict[str, Any]]:
     return rows
 
 
+def _range_step(field: Field) -> float | None:
+    if field.type != "number":
+        return None
+    if field.step is not None:
+        return field.step
+    low = 0.0 if field.minimum is None else field.minimum
+    high = 1.0 if field.maximum is None else field.maximum
+    return round((high - low) / 20, 12) or None
+
+
 def claims_widget(
     field: Field,
     *,
@@ -145,33 +149,21 @@ def claims_widget(
     }
 
 
-def _range_step(field: Field) -> float | None:
-    if field.type != "number":
-        return None
-    if field.step is not None:
-        return field.step
-    low = 0.0 if field.minimum is None else field.minimum
-    high = 1.0 if field.maximum is None else field.maximum
-    return round((high - low) / 20, 12) or None
-
-
 def fields_for_page(
-    fields_given: Sequence[Field],
-    *,
-    format_version: int = 2,
-    kind_labels: Mapping[str, str] | None = None,
+    codebook: Codebook | Engine, *, kind_labels: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """Each engine field as the form renders it, in the order given; a claims field with
-    its editor's configuration (:func:`claims_widget`) for the codebook's format, its kinds
-    named by ``kind_labels`` (format 1 has labels for them)."""
+    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too:
+    its evidence dimensions after its judgments, as number fields) as the form renders
+    it, in codebook order; ``kind_labels`` name the claim kinds of a claims field (format
+    1 has labels for them)."""
     fields = []
-    taken = [field.key for field in fields_given if field.key]
+    taken = [field.key for field in codebook.fields if field.key]
     # Format 1 requires a reason on a verifiable claim when it requires one on its verdicts.
     claim_reasons = any(
-        field.type == "verdict" and field.reason == "required" for field in fields_given
+        field.type == "verdict" and field.reason == "required" for field in codebook.fields
     )
     claims_seen = False
-    for field in fields_given:
+    for field in (*codebook.fields, *getattr(codebook, "dimensions", ())):
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
             options.append(
@@ -213,22 +205,26 @@ def fields_for_page(
             claims_seen = True
             fields[-1]["claims"] = claims_widget(
                 field,
-                format_version=format_version,
+                format_version=codebook.format_version,
                 taken=taken,
                 kind_labels=kind_labels,
-                reason_required=claim_reasons if format_version == 1 else None,
+                reason_required=claim_reasons if codebook.format_version == 1 else None,
             )
     return fields
 
 
-def _kind_labels(definition: Mapping[str, Any]) -> dict[str, str]:
-    """The labels of a format-1 codebook's claim kinds (format 2 names kinds by code)."""
+def _claim_kinds(definition: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The claim kinds a codebook names and defines (format 1's ``claim_kinds``)."""
     kinds = definition.get("claim_kinds")
-    return {
-        str(kind["key"]): str(kind.get("label") or kind["key"])
-        for kind in (kinds if isinstance(kinds, list) else ())
+    return [
+        {
+            "key": str(kind["key"]),
+            "label": str(kind.get("label") or kind["key"]),
+            "definition": str(kind.get("definition") or ""),
+        }
+        for kind in (kinds if isinstance(kinds, list) else [])
         if isinstance(kind, Mapping) and "key" in kind
-    }
+    ]
 
 
 def codebook_fields_for_page(
@@ -239,6 +235,7 @@ def codebook_fields_for_page(
     values. Only what annotators may see: an evidence dimension's weight makes the review
     priority and is never on a page."""
     engine = engine or engine_of(definition)
+    kinds = _claim_kinds(definition)
     return {
         "name": definition.get("name"),
         "version": definition.get("version"),
@@ -247,10 +244,9 @@ def codebook_fields_for_page(
         "description": definition.get("description"),
         "format_version": engine.format_version,
         "fields": fields_for_page(
-            (*engine.fields, *engine.dimensions),
-            format_version=engine.format_version,
-            kind_labels=_kind_labels(definition),
+            engine, kind_labels={kind["key"]: kind["label"] for kind in kinds}
         ),
+        "claim_kinds": kinds,
         "derived": [
             {"code": item.code, "rule": item.rule, "label": item.label or item.code}
             for item in engine.derived

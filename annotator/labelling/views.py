@@ -30,7 +30,6 @@ from annotator.labelling.fields_page import (
     codebook_fields_for_page,
     document_cards,
     fields_rows,
-    on_generic_form,
     panes_template,
     problems_by_field,
     with_problems,
@@ -38,9 +37,6 @@ from annotator.labelling.fields_page import (
 from annotator.labelling.forms import (
     DraftForm,
     SubmitForm,
-    annotation_for_page,
-    annotation_rows,
-    codebook_for_page,
     error_sentence,
 )
 from annotator.labelling.models import Assignment
@@ -78,17 +74,9 @@ START_PAGE_SIZE = 50
 AFTER_SUBMIT_NEXT = "next"
 AFTER_SUBMIT_LIST = "list"
 AFTER_SUBMIT_KEY = "annotate_after_submit"
-#: The answer-claims form, until the generic form has the claims widget.
-CLAIMS_TEMPLATE = "annotator/form_answer_claims.html"
-#: The one form of every codebook on the engine, whatever its unit kind; the unit's texts
-#: come from the panes of its kind.
-FIELDS_TEMPLATE = "annotator/form_fields.html"
-
-
-def form_template(assignment: Assignment) -> str:
-    if on_generic_form(assignment.study.codebook.definition):
-        return FIELDS_TEMPLATE
-    return CLAIMS_TEMPLATE
+#: The one form of every codebook (format 1 too, on the engine), whatever its unit kind;
+#: the unit's texts come from the panes of its kind.
+FORM_TEMPLATE = "annotator/form_fields.html"
 
 
 def session_required(template: str) -> Callable:
@@ -175,13 +163,8 @@ def _form_context(
     engine = engine_of(definition)
     form_url = reverse("assignment-form", kwargs={"pk": assignment.pk})
     content = unit_content(unit=assignment.unit)
-    generic = on_generic_form(definition)
-    if generic:
-        codebook = codebook_fields_for_page(definition, engine)
-        as_state = partial(as_form_state, engine)
-    else:
-        codebook = codebook_for_page(definition)
-        as_state = annotation_for_page
+    codebook = codebook_fields_for_page(definition, engine)
+    as_state = partial(as_form_state, engine)
     draft = draft_of(assignment=assignment)
     head = label_head(assignment=assignment)
     # An answer pair's label is shown in the annotator's own left/right (pair_page).
@@ -190,7 +173,7 @@ def _form_context(
     if submitted is not None:
         origin, initial = "submitted", as_state(submitted)
     elif draft is not None and draft.payload:
-        origin, initial = "draft", as_state(draft.payload) if generic else draft.payload
+        origin, initial = "draft", as_state(draft.payload)
     elif head_annotation is not None:
         origin, initial = "head", head_annotation
     else:
@@ -211,7 +194,7 @@ def _form_context(
         # Two answers named by their place only, in this annotator's recorded order.
         sides = pair_sides_of(assignment) or {}
         pair, texts, sources = pair_sides_shown(content, sides), pair_texts(content, sides), []
-    elif generic:
+    else:
         # Every snapshot a span may cite, named as spans name it (a tuple's "source", an
         # answer's "source:N", a query's "document:N" in rank order); the unit kind's
         # panes show them.
@@ -221,10 +204,6 @@ def _form_context(
         "assignment": assignment.pk,
         "unit": content.codebook_unit,
         "texts": texts,
-        # The answer-claims form tells an answer's sources apart by digest.
-        "sources": []
-        if generic
-        else [{**source, "text": content.sources[source["index"]]["text"]} for source in sources],
         "failed": content.answer["status"] == "failed",
         "codebook": codebook,
         "initial": {"origin": origin, "state": initial},
@@ -232,10 +211,9 @@ def _form_context(
         "draft_version": draft.version if draft else 0,
         "parent_digest": head.record_digest if head else "",
         "storage_key": _storage_key(assignment),
+        "form": "fields",
     }
-    if generic:
-        page_data["form"] = "fields"
-    if generic and is_documents:
+    if is_documents:
         page_data["documents"] = len(content.documents)
     context: dict[str, Any] = {
         "study": study,
@@ -257,41 +235,35 @@ def _form_context(
         "login_url": f"{reverse('login')}?{urlencode({'next': form_url})}",
         "after_submit": AFTER_SUBMIT_NEXT,
     }
-    if generic:
-        per_document = [f["code"] for f in codebook["fields"] if f["placement"] == "document"]
-        by_field, general = problems_by_field(problems or [], submitted, per_document)
-        context["fields"] = with_problems(
-            [f for f in codebook["fields"] if f["placement"] != "document"], by_field
-        )
-        context["general_problems"] = general
-        if is_documents:
-            if problems and error is not None:
-                # The contract's sentence lists every path; the page shows each problem
-                # next to its field and document instead.
-                count = len(problems)
-                context["error"] = (
-                    error[0],
-                    f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
-                    "named next to the document and field it concerns.",
-                )
-            context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
-            context["document_choices"] = [
-                {"index": index, "number": index + 1} for index in range(len(content.documents))
-            ]
-        context["evidence_fields"] = [
-            field
-            for field in codebook["fields"]
-            if field["evidence"] != "none" or field["type"] == "spans"
+    per_document = [f["code"] for f in codebook["fields"] if f["placement"] == "document"]
+    by_field, general = problems_by_field(problems or [], submitted, per_document)
+    context["fields"] = with_problems(
+        [f for f in codebook["fields"] if f["placement"] != "document"], by_field
+    )
+    context["general_problems"] = general
+    if is_documents:
+        if problems and error is not None:
+            # The contract's sentence lists every path; the page shows each problem
+            # next to its field and document instead.
+            count = len(problems)
+            context["error"] = (
+                error[0],
+                f"Nothing was stored: {count} problem{'s' if count != 1 else ''}, each "
+                "named next to the document and field it concerns.",
+            )
+        context["documents"] = document_cards(codebook["fields"], content.documents, by_field)
+        context["document_choices"] = [
+            {"index": index, "number": index + 1} for index in range(len(content.documents))
         ]
-        context["panes_template"] = panes_template(content.codebook_unit)
+    context["evidence_fields"] = [
+        field
+        for field in codebook["fields"]
+        if field["evidence"] != "none" or field["type"] == "spans"
+    ]
+    context["panes_template"] = panes_template(content.codebook_unit)
     if stale:
-        rows = (
-            (lambda annotation: fields_rows(annotation, codebook["fields"]))
-            if generic
-            else (lambda annotation: annotation_rows(annotation, codebook))
-        )
-        mine = rows(as_state(submitted))
-        latest = rows(head_annotation)
+        mine = fields_rows(as_state(submitted), codebook["fields"])
+        latest = fields_rows(head_annotation, codebook["fields"])
         # Rows are marked where the versions differ, so that the eye finds the change.
         context["stale"] = {
             "mine": [(label, value, (label, value) not in latest) for label, value in mine],
@@ -313,22 +285,15 @@ def assignment_form(request: HttpRequest, pk: int) -> HttpResponse:
     context["after_submit"] = request.session.get(AFTER_SUBMIT_KEY, AFTER_SUBMIT_NEXT)
     context["forget_storage"] = request.session.pop("forget_storage", None)
     if context["head"] is not None and context["draft"] is None and "revise" not in request.GET:
-        context["rows"] = (
-            fields_rows(context["head_annotation"], context["codebook"]["fields"])
-            if "fields" in context
-            else annotation_rows(context["head_annotation"], context["codebook"])
-        )
+        context["rows"] = fields_rows(context["head_annotation"], context["codebook"]["fields"])
         return render(request, "annotator/submitted.html", context)
-    return render(request, form_template(assignment), context)
+    return render(request, FORM_TEMPLATE, context)
 
 
 def _stored(assignment: Assignment, state: Any) -> Any:
     """What the form sent (a draft or a submission: the form's state) as the codebook
     stores it."""
-    definition = assignment.study.codebook.definition
-    if not on_generic_form(definition):
-        return state
-    return annotation_from_form(engine=engine_of(definition), state=state)
+    return annotation_from_form(engine=engine_of(assignment.study.codebook.definition), state=state)
 
 
 @session_required("annotator/_draft_status.html")
@@ -362,7 +327,7 @@ def assignment_draft(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def assignment_submit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = assignment_get_for_annotator(user=request.user, assignment_id=pk)
-    template = form_template(assignment)
+    template = FORM_TEMPLATE
     form = SubmitForm(request.POST)
     wait = submit_wait(request.user.pk)
     if wait is not None:

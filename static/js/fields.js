@@ -292,7 +292,13 @@
       rationale.value = typeof state.rationale === "string" ? state.rationale : "";
     }
 
+    // A failed answer has nothing to judge: its annotation has no values (`values: null`).
+    const failed = Boolean(core.data.failed);
+
     function toAnnotation(state) {
+      if (failed) {
+        return { values: null, reasons: {}, spans: [], rationale: state.rationale };
+      }
       const values = Object.assign({}, state.values);
       Object.keys(widgets).forEach(function (code) {
         if (code in values) {
@@ -329,6 +335,9 @@
 
     function problems(state) {
       const found = [];
+      if (failed) {
+        return found;
+      }
       slots.forEach(function (slot) {
         const field = slot.field;
         if (RELATIONS[field.type]) {

@@ -13,7 +13,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils.html import escape
 
-from annotator.labelling.fields_page import form_state, on_generic_form
+from annotator.labelling.fields_page import form_state
 from annotator.labelling.models import Assignment, Draft, Label
 from annotator.labelling.selectors import label_head, unit_content
 from annotator.labelling.services import assignment_next, draft_save, label_submit
@@ -83,10 +83,7 @@ def ann_a(people) -> Client:
 def form_body(assignment: Assignment, annotation):
     """An annotation as the generic form sends it: its state, the engine's view (format-1
     codebooks store another shape, which the server writes from it)."""
-    definition = assignment.study.codebook.definition
-    if not on_generic_form(definition) or not isinstance(annotation, dict):
-        return annotation
-    return form_state(engine_of(definition), annotation)
+    return form_state(engine_of(assignment.study.codebook.definition), annotation)
 
 
 def post_submit(client, assignment, annotation, *, sid=None, parent=""):
@@ -288,22 +285,25 @@ def test_the_claims_form_renders_the_answer_with_all_its_sources(claims_study):
     response = client_for(people["ann_a"]).get(form_url(assignment))
 
     assert response.status_code == 200
-    assert response.templates[0].name == "annotator/form_answer_claims.html"
+    # The one generic form, its claims field edited by the claims widget.
+    assert response.templates[0].name == "annotator/form_fields.html"
     body = response.content.decode()
     content = unit_content(unit=assignment.unit)
     assert len(content.sources) > 1
-    for source in content.sources:
-        assert f'data-snapshot="source" data-source-digest="{source["digest"]}"' in body
+    for index, source in enumerate(content.sources):
+        assert f'data-snapshot="source:{index}"' in body
+        # A format-1 claim names its source by digest.
+        assert f'<option value="{source["digest"]}" data-source-name="source:{index}"' in body
     for key in ("cited", "supported", "accurate", "timely", "relevant", "complete"):
-        for value in ("true", "false", "null"):
-            assert f'name="verdict-{key}" value="{value}"' in body
-        assert f'name="verdict-{key}-reason"' in body
+        for value in ("true", "false", "U"):
+            assert f'name="field-{key}" value="{value}"' in body
+        assert f'name="reason-{key}"' in body
     for hook in ('id="add-claim"', 'id="summary-mismatch"', 'class="claim-source"',
                  'class="claim-quote"', 'class="claim-kind"', 'class="claim-reason"'):  # fmt: skip
         assert hook in body
     data = page_data(response)
-    assert [s["digest"] for s in data["sources"]] == [s["digest"] for s in content.sources]
-    assert [s["text"] for s in data["sources"]] == [s["text"] for s in content.sources]
+    texts = [data["texts"][f"source:{index}"] for index in range(len(content.sources))]
+    assert texts == [s["text"] for s in content.sources]
 
 
 def test_another_annotators_assignment_does_not_exist_for_them(assignment, people):
@@ -338,8 +338,7 @@ def test_snapshot_text_is_escaped_never_markup(codebook, risk_study, claims_stud
     # The JSON for the scripts escapes it too, and still carries the exact text.
     assert "\\u003Cscript\\u003Ealert(1)\\u003C/script\\u003E" in body
     data = page_data(response)
-    texts = [data["texts"].get("source")] + [s["text"] for s in data["sources"]]
-    assert any(SCRIPT in (text or "") for text in texts)
+    assert any(SCRIPT in text for text in data["texts"].values())
 
 
 def test_the_form_shows_nothing_of_other_annotators_priority_or_state(
@@ -628,7 +627,7 @@ def test_a_summary_mismatch_is_refused_with_its_code(claims_study):
 
     assert response.status_code == 400
     assert "summary_mismatch" in form_errors(response)
-    assert page_data(response)["initial"]["state"]["claims"][0]["supported"] is False
+    assert page_data(response)["initial"]["state"]["values"]["claims"][0]["supported"] is False
 
 
 @pytest.mark.parametrize(
@@ -718,7 +717,7 @@ SCRIPTS = sorted((Path(settings.BASE_DIR) / "static" / "js").glob("*.js"))
 
 def test_there_are_templates_and_scripts_to_check():
     names = {path.name for path in TEMPLATES}
-    assert {"form_fields.html", "form_answer_claims.html", "start.html"} <= names
+    assert {"form_fields.html", "start.html"} <= names
     assert {"spans.js", "annotate.js", "claims.js"} <= {path.name for path in SCRIPTS}
 
 

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotator.labelling.models import Label
+from annotator.labelling.selectors import unit_content
 from tests.browser.helpers import (
     assign,
     drag_select,
@@ -45,6 +46,10 @@ VERDICTS = {
 }
 
 
+#: The generic form's radio for U ("unknown").
+RADIO = {"null": "U"}
+
+
 def wait_for_selection(page, quote: str) -> None:
     """The form reads a selection a moment after it changes: wait until it shows it."""
     expect(page.locator("#selection-preview")).to_contain_text(quote[:100])
@@ -59,8 +64,14 @@ def test_claims_with_quotes_and_verdicts_are_stored_in_code_points(page, context
     assignment = assign(unit, demo.users["annotator1"])
     login_fast(context, demo.users["annotator1"], demo.url)
     open_form(page, assignment)
+    # Each source is shown as spans name it ("source:N"); a format-1 claim names it by
+    # digest.
+    names = {
+        source["digest"]: f"source:{index}"
+        for index, source in enumerate(unit_content(unit=unit).sources)
+    }
     for digest, text in texts["sources"].items():
-        assert page.locator(snapshot_selector("source", digest)).text_content() == text
+        assert page.locator(snapshot_selector(names[digest])).text_content() == text
 
     expected = []
     for number, (claim_text, marker, quote, kind) in enumerate(RAMEN_CLAIMS, start=1):
@@ -85,7 +96,7 @@ def test_claims_with_quotes_and_verdicts_are_stored_in_code_points(page, context
             digest = digests[marker]
             claim.locator("select.claim-source").select_option(digest)
             quote_span = expected_span("source", texts["sources"][digest], quote)
-            source = snapshot_selector("source", digest)
+            source = snapshot_selector(names[digest])
             select_text(page, source, quote_span["start"], quote_span["end"])
             wait_for_selection(page, quote)
             claim.locator("button.claim-quote").click()
@@ -110,14 +121,14 @@ def test_claims_with_quotes_and_verdicts_are_stored_in_code_points(page, context
 
     # "supported" against the claims: a mismatch is shown at once, and goes when fixed.
     mismatch = page.locator("#summary-mismatch")
-    page.check('input[name="verdict-supported"][value="false"]')
+    page.check('input[name="field-supported"][value="false"]')
     expect(mismatch).to_be_visible()
     expect(page.locator("#summary-mismatch-value")).to_have_text("true")
-    page.check('input[name="verdict-supported"][value="null"]')
+    page.check('input[name="field-supported"][value="U"]')
     expect(mismatch).to_be_visible()
     for key, value in VERDICTS.items():
-        page.check(f'input[name="verdict-{key}"][value="{value}"]')
-        page.fill(f'textarea[name="verdict-{key}-reason"]', f"{key}: checked")
+        page.check(f'input[name="field-{key}"][value="{RADIO.get(value, value)}"]')
+        page.fill(f'textarea[name="reason-{key}"]', f"{key}: checked")
     expect(mismatch).to_be_hidden()
 
     page.click("#submit-label")

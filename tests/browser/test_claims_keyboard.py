@@ -85,11 +85,11 @@ def test_the_claims_form_works_from_the_keyboard(page, context, events, demo):
     # v goes through the answer-level verdicts; t / f / u set them.
     page.keyboard.press("v")
     page.keyboard.press("t")
-    expect(page.locator('input[name="verdict-cited"][value="true"]')).to_be_checked()
+    expect(page.locator('input[name="field-cited"][value="true"]')).to_be_checked()
 
     # Ctrl+Enter submits, even from a text field: the checks run and say what is missing.
-    page.locator('textarea[name="verdict-cited-reason"]').fill("It cites the venue's page.")
-    page.locator('textarea[name="verdict-cited-reason"]').press("Control+Enter")
-    expect(page.locator("#form-errors")).to_contain_text("choose true, false or unknown")
+    page.locator('textarea[name="reason-cited"]').fill("It cites the venue's page.")
+    page.locator('textarea[name="reason-cited"]').press("Control+Enter")
+    expect(page.locator("#form-errors")).to_contain_text("give a value or U")
     assert not Label.objects.filter(assignment=assignment).exists()
     assert events.page_errors == []
