@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotator.labelling.models import Label
+from annotator.labelling.selectors import unit_content
 from tests.browser.helpers import (
     assign,
     expected_span,
@@ -94,10 +95,16 @@ def test_markup_in_sources_is_text_on_the_claims_form(page, context, events, dem
     assignment = assign(unit, demo.users["annotator1"])
     login_fast(context, demo.users["annotator1"], demo.url)
     open_form(page, assignment)
+    # Each source is shown as spans name it ("source:N"); a format-1 claim names it by
+    # digest.
+    names = {
+        source["digest"]: f"source:{index}"
+        for index, source in enumerate(unit_content(unit=unit).sources)
+    }
 
     assert_shown_as_text(page, snapshot_selector("answer"), texts["answer"])
     for digest, text in texts["sources"].items():
-        assert_shown_as_text(page, snapshot_selector("source", digest), text)
+        assert_shown_as_text(page, snapshot_selector(names[digest]), text)
     (digest,) = [d for d, text in texts["sources"].items() if SCRIPT in text]
     claim = expected_span("answer", texts["answer"], "<script> tags as plain text")
     select_text(page, snapshot_selector("answer"), claim["start"], claim["end"])
@@ -106,11 +113,11 @@ def test_markup_in_sources_is_text_on_the_claims_form(page, context, events, dem
     expect(page.locator('.claim[data-claim-id="c1"] .claim-text')).to_contain_text("<script>")
     page.locator('.claim[data-claim-id="c1"] select.claim-source').select_option(digest)
     quote = expected_span("source", texts["sources"][digest], SCRIPT)
-    select_text(page, snapshot_selector("source", digest), quote["start"], quote["end"])
+    select_text(page, snapshot_selector(names[digest]), quote["start"], quote["end"])
     expect(page.locator("#selection-preview")).to_contain_text(SCRIPT)
     page.locator('.claim[data-claim-id="c1"] button.claim-quote').click()
     expect(page.locator('.claim[data-claim-id="c1"] .claim-quote-text')).to_contain_text(SCRIPT)
-    expect(page.locator(f"{snapshot_selector('source', digest)} mark")).to_have_text(SCRIPT)
+    expect(page.locator(f"{snapshot_selector(names[digest])} mark")).to_have_text(SCRIPT)
     assert page.locator(".claim script, .claim-text b").count() == 0
     assert events.dialogs == []
     assert events.page_errors == []
