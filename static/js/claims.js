@@ -16,8 +16,8 @@
   "use strict";
 
   const VALUES = { true: true, false: false, null: null, U: null };
-  // The radio values of true / false / unknown: a claim's and a format-1 verdict's
-  // unknown is "null", a generic verdict field's U is "U".
+  // The radio values of true / false / unknown: a claim's unknown is "null", a verdict
+  // field's U is "U".
   const KEY_VALUES = { t: ["true"], f: ["false"], u: ["null", "U"] };
   // Where t / f / u act when it has the focus: a claim's verdict, a verdict field.
   const VERDICT_SETS = "fieldset.claim-judgment, fieldset.judgment.field-verdict";
@@ -64,7 +64,8 @@
    * through)}.
    *
    * Its value is the list of claims in the field's shape; a claim verdict not chosen is
-   * left out (`toValue` writes it as null for format 1, whose form refuses it before).
+   * left out (`toValue` writes it as null for format 1, whose claims always have both;
+   * the page names it before).
    */
   function claimsEditor(core, config, hooks) {
     const form = document.getElementById("label-form");
@@ -95,9 +96,11 @@
     });
     // The sources a claim may cite: its value in the claim (digest or snapshot name), its
     // snapshot name and digest (whichever the page's snapshots carry) and label.
-    const sources = Array.from(template.content.querySelectorAll("select.claim-source option")).filter(function (option) {
+    const sources = Array.from(template.content.querySelectorAll("select.claim-source option"))
+      .filter(function (option) {
         return option.value !== "";
-      }).map(function (option) {
+      })
+      .map(function (option) {
         return {
           value: option.value,
           name: option.dataset.sourceName || null,
@@ -112,7 +115,7 @@
       }
     });
 
-    /** The source a snapshot shows (the format-1 page marks it by digest), or null. */
+    /** The source a snapshot shows (by its name, or its digest where a page marks it), or null. */
     function sourceOf(snapshot) {
       for (const source of sources) {
         if ((snapshot.digest && source.digest === snapshot.digest) || (source.name && source.name === snapshot.kind)) {
