@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from audit.contract.codebook import Codebook
@@ -150,12 +151,12 @@ def claims_widget(
 
 
 def fields_for_page(
-    codebook: Codebook | Engine, *, kind_labels: Mapping[str, str] | None = None
+    codebook: Codebook | Engine | _Dimensions, *, kind_labels: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too:
-    its evidence dimensions after its judgments, as number fields) as the form renders
-    it, in codebook order; ``kind_labels`` name the claim kinds of a claims field (format
-    1 has labels for them)."""
+    """Each field of a parsed format-2 codebook (or of a codebook's engine, format 1 too)
+    as the form renders it, in codebook order; ``kind_labels`` name the claim kinds of a
+    claims field (format 1 has labels for them). An engine's evidence dimensions are not
+    among them (:func:`dimensions_for_page`)."""
     fields = []
     taken = [field.key for field in codebook.fields if field.key]
     # Format 1 requires a reason on a verifiable claim when it requires one on its verdicts.
@@ -163,7 +164,7 @@ def fields_for_page(
         field.type == "verdict" and field.reason == "required" for field in codebook.fields
     )
     claims_seen = False
-    for field in (*codebook.fields, *getattr(codebook, "dimensions", ())):
+    for field in codebook.fields:
         options = _option_rows(field) if field.type in OPTION_TYPES else []
         if field.allow_u and field.type in OPTION_TYPES:
             options.append(
@@ -213,6 +214,20 @@ def fields_for_page(
     return fields
 
 
+@dataclass(frozen=True)
+class _Dimensions:
+    """An engine's evidence dimensions, read as fields."""
+
+    fields: tuple[Field, ...]
+    format_version: int
+
+
+def dimensions_for_page(engine: Engine) -> list[dict[str, Any]]:
+    """A format-1 codebook's evidence dimensions as the form renders them: number fields
+    (their weights are never on a page)."""
+    return fields_for_page(_Dimensions(engine.dimensions, engine.format_version))
+
+
 def _claim_kinds(definition: Mapping[str, Any]) -> list[dict[str, str]]:
     """The claim kinds a codebook names and defines (format 1's ``claim_kinds``)."""
     kinds = definition.get("claim_kinds")
@@ -243,9 +258,11 @@ def codebook_fields_for_page(
         "title": definition.get("title"),
         "description": definition.get("description"),
         "format_version": engine.format_version,
+        # The evidence dimensions after the judgments, as the first form had them.
         "fields": fields_for_page(
             engine, kind_labels={kind["key"]: kind["label"] for kind in kinds}
-        ),
+        )
+        + dimensions_for_page(engine),
         "claim_kinds": kinds,
         "derived": [
             {"code": item.code, "rule": item.rule, "label": item.label or item.code}

@@ -206,6 +206,17 @@ def texts_of(unit: Any) -> dict[str, Any]:
     return texts
 
 
+def source_names(unit: Any) -> dict[str, str]:
+    """An answer unit's sources by digest, each with the snapshot name the form shows it
+    under (``source:N``, N from 0 in answer order)."""
+    from annotator.labelling.selectors import unit_content
+
+    return {
+        source["digest"]: f"source:{index}"
+        for index, source in enumerate(unit_content(unit=unit).sources)
+    }
+
+
 def open_form(page: Any, assignment: Any) -> None:
     """Open an assignment's form and wait until its script has taken over (the snapshot
     texts are set from the page data and the draft status is shown)."""

@@ -1,9 +1,8 @@
-"""Screenshots for docs/screenshots/: both annotation forms at 1440×900 with a few spans
-highlighted, and the pages a newcomer meets first at 1280×720 (the smallest screen they
-must serve whole: nothing may be covered there). Taken only on request, by
-``python tests/browser/take_screenshots.py``:
-the file's name is not a test file's, so a test run never collects it and never rewrites
-the committed images."""
+"""Screenshots for docs/screenshots/: the annotation form of both format-1 codebooks at
+1440×900 with a few spans highlighted, and the pages a newcomer meets first at 1280×720
+(the smallest screen they must serve whole: nothing may be covered there). Taken only on
+request, by ``python tests/browser/take_screenshots.py``: the file's name is not a test
+file's, so a test run never collects it and never rewrites the committed images."""
 
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from tests.browser.helpers import (
     open_form,
     select_text,
     snapshot_selector,
+    source_names,
     texts_of,
     unit_where,
 )
@@ -109,6 +109,7 @@ def test_screenshot_answer_claims_form(page, context, demo):
     unit = unit_where(demo.studies["demo-answer-claims"], observation__answer__text__contains=AUDIT)
     texts = texts_of(unit)
     (report,) = [d for d, text in texts["sources"].items() if "Security Assessment" in text]
+    shown = source_names(unit)[report]
     assignment = assign(unit, demo.users["annotator1"])
     login_fast(context, demo.users["annotator1"], demo.url)
     open_form(page, assignment)
@@ -132,14 +133,12 @@ def test_screenshot_answer_claims_form(page, context, demo):
         claim = page.locator(f'.claim[data-claim-id="c{number}"]')
         claim.locator("select.claim-source").select_option(report)
         quote_span = expected_span("source", texts["sources"][report], quote)
-        select_text(
-            page, snapshot_selector("source", report), quote_span["start"], quote_span["end"]
-        )
+        select_text(page, snapshot_selector(shown), quote_span["start"], quote_span["end"])
         expect(page.locator("#selection-preview")).to_contain_text(quote[:60])
         claim.locator("button.claim-quote").click()
         claim.locator(f'input[name="claim-c{number}-supported"][value="true"]').check()
         claim.locator(f'input[name="claim-c{number}-accurate"][value="true"]').check()
-    page.check('input[name="verdict-supported"][value="false"]')
+    page.check('input[name="field-supported"][value="false"]')
     expect(page.locator("#summary-mismatch")).to_be_visible()
     expect(page.locator("#draft-status")).to_contain_text("Saved")
     page.evaluate("() => window.scrollTo(0, 0)")

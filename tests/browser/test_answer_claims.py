@@ -8,7 +8,6 @@ import pytest
 from playwright.sync_api import expect
 
 from annotator.labelling.models import Label
-from annotator.labelling.selectors import unit_content
 from tests.browser.helpers import (
     assign,
     drag_select,
@@ -18,6 +17,7 @@ from tests.browser.helpers import (
     open_form,
     select_text,
     snapshot_selector,
+    source_names,
     texts_of,
     unit_where,
 )
@@ -66,10 +66,7 @@ def test_claims_with_quotes_and_verdicts_are_stored_in_code_points(page, context
     open_form(page, assignment)
     # Each source is shown as spans name it ("source:N"); a format-1 claim names it by
     # digest.
-    names = {
-        source["digest"]: f"source:{index}"
-        for index, source in enumerate(unit_content(unit=unit).sources)
-    }
+    names = source_names(unit)
     for digest, text in texts["sources"].items():
         assert page.locator(snapshot_selector(names[digest])).text_content() == text
 

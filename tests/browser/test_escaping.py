@@ -16,6 +16,7 @@ from tests.browser.helpers import (
     open_form,
     select_text,
     snapshot_selector,
+    source_names,
     texts_of,
     unit_where,
     wait_for_form,
@@ -103,6 +104,7 @@ def test_markup_in_sources_is_text_on_the_claims_form(page, context, events, dem
     }
 
     assert_shown_as_text(page, snapshot_selector("answer"), texts["answer"])
+    names = source_names(unit)
     for digest, text in texts["sources"].items():
         assert_shown_as_text(page, snapshot_selector(names[digest]), text)
     (digest,) = [d for d, text in texts["sources"].items() if SCRIPT in text]
