@@ -8,7 +8,6 @@ import pytest
 from playwright.sync_api import expect
 
 from annotator.labelling.models import Label
-from annotator.labelling.selectors import unit_content
 from tests.browser.helpers import (
     assign,
     expected_span,
@@ -96,12 +95,6 @@ def test_markup_in_sources_is_text_on_the_claims_form(page, context, events, dem
     assignment = assign(unit, demo.users["annotator1"])
     login_fast(context, demo.users["annotator1"], demo.url)
     open_form(page, assignment)
-    # Each source is shown as spans name it ("source:N"); a format-1 claim names it by
-    # digest.
-    names = {
-        source["digest"]: f"source:{index}"
-        for index, source in enumerate(unit_content(unit=unit).sources)
-    }
 
     assert_shown_as_text(page, snapshot_selector("answer"), texts["answer"])
     names = source_names(unit)
