@@ -399,6 +399,32 @@ def spans_of(annotation: Mapping[str, Any], code: str) -> list[Mapping[str, Any]
     ]
 
 
+def _verdict_word(value: Any) -> str:
+    return {True: "true", False: "false", None: "unknown"}.get(value, repr(value))
+
+
+def claims_rows(field: Mapping[str, Any], value: Any) -> list[tuple[str, str]]:
+    """A claims field's claims as rows, as format 1 has always shown them: each claim's
+    span, its kind and claim verdicts, the source and quote it cites, its reason."""
+    config = _mapping(field.get("claims"))
+    verdicts = [str(v["code"]) for v in config.get("verdicts") or ()] or ["supported", "accurate"]
+    source_key = str(config.get("source_key") or "source")
+    rows: list[tuple[str, str]] = []
+    for claim in value if isinstance(value, list) else []:
+        if not isinstance(claim, Mapping):
+            continue
+        name = f"Claim {claim.get('id', '?')}"
+        rows.append((name, span_text(claim.get("span"))))
+        judged = ", ".join(f"{code} {_verdict_word(claim.get(code))}" for code in verdicts)
+        rows.append((f"{name} judgments", f"kind {claim.get('kind')}, {judged}"))
+        if claim.get(source_key):
+            rows.append((f"{name} source", str(claim[source_key])))
+        rows.append((f"{name} quote", span_text(claim.get("quote_span"))))
+        if claim.get("reason"):
+            rows.append((f"{name} reason", str(claim["reason"])))
+    return rows
+
+
 def fields_rows(
     annotation: Mapping[str, Any] | None, fields: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, str]]:
@@ -414,9 +440,15 @@ def fields_rows(
         if field.get("placement") == "document":
             continue
         code = field["code"]
-        rows.append(
-            (str(field["label"]), value_text(field, values.get(code), present=code in values))
-        )
+        if field.get("type") == "claims" and isinstance(values.get(code), list):
+            claims = values[code]
+            count = f"{len(claims)} claim{'' if len(claims) == 1 else 's'}"
+            rows.append((str(field["label"]), count))
+            rows.extend(claims_rows(field, claims))
+        else:
+            rows.append(
+                (str(field["label"]), value_text(field, values.get(code), present=code in values))
+            )
         if reasons.get(code):
             rows.append((f"{field['label']} · reason", str(reasons[code])))
         for span in spans_of(annotation, code):

@@ -3,11 +3,9 @@
  * that source, a kind, a reason and its claim verdicts (true, false or unknown), with its
  * keyboard (a, q, n, p, s, c, v, then t / f / u; ? lists them; Ctrl+Enter submits).
  *
- * It is the widget of a `claims` field in the generic form (fields.js mounts it through
- * window.ClaimgateFieldWidgets.claims; its elements are templates/annotator/fields/_claims.html),
- * and the claims part of the format-1 answer form (form_answer_claims.html, registered for
- * unit "answer" below). Uses the shared machinery of annotate.js and the span helpers of
- * spans.js.
+ * It is the widget of a `claims` field in the generic form: fields.js mounts it through
+ * window.ClaimgateFieldWidgets.claims; its elements are templates/annotator/fields/_claims.html.
+ * Uses the shared machinery of annotate.js (core) and the span helpers of spans.js.
  *
  * The field says what a claim looks like (`field.claims`, annotator/labelling/fields_page.py):
  * a format-2 claim cites its source by snapshot name (`source`: "source:N") and has one key
@@ -18,9 +16,11 @@
   "use strict";
 
   const VALUES = { true: true, false: false, null: null, U: null };
-  // The radio values of true / false / unknown: a claim's and a format-1 verdict's
-  // unknown is "null", a generic verdict field's U is "U".
+  // The radio values of true / false / unknown: a claim's unknown is "null", a verdict
+  // field's U is "U".
   const KEY_VALUES = { t: ["true"], f: ["false"], u: ["null", "U"] };
+  // Where t / f / u act when it has the focus: a claim's verdict, a verdict field.
+  const VERDICT_SETS = "fieldset.claim-judgment, fieldset.judgment.field-verdict";
   const VERDICT_PROBLEMS = {
     supported: "choose whether the quote supports it (true, false or unknown).",
     accurate: "choose whether it is accurate (true, false or unknown).",
@@ -56,14 +56,16 @@
    *
    * `config`: {shape ("format1" | "format2"), source_key, kinds [{key, label}], verdicts
    * [{code, label, key}], summary, summary_verdict, reason_required, keys {add, quote, next,
-   * previous, verdicts}} (a key "" is not used), and optionally `sources` [{value, name,
-   * digest, label}] (else read from the template's source list).
+   * previous, verdicts}} (a key "" is not used). The sources a claim may cite are the
+   * template's source list (each option's value as the claim stores it, its snapshot name,
+   * digest and label).
    * `hooks`: {failed, stated(state) (the answer-level summary verdict, undefined when not
    * chosen), verdictLabel, verdictSets() (the answer-level verdict fieldsets that v goes
    * through)}.
    *
    * Its value is the list of claims in the field's shape; a claim verdict not chosen is
-   * left out (`toValue` writes it as null for format 1, whose form refuses it before).
+   * left out (`toValue` writes it as null for format 1, whose claims always have both;
+   * the page names it before).
    */
   function claimsEditor(core, config, hooks) {
     const form = document.getElementById("label-form");
@@ -94,11 +96,11 @@
     });
     // The sources a claim may cite: its value in the claim (digest or snapshot name), its
     // snapshot name and digest (whichever the page's snapshots carry) and label.
-    const sources =
-      config.sources ||
-      Array.from(template.content.querySelectorAll("select.claim-source option")).filter(function (option) {
+    const sources = Array.from(template.content.querySelectorAll("select.claim-source option"))
+      .filter(function (option) {
         return option.value !== "";
-      }).map(function (option) {
+      })
+      .map(function (option) {
         return {
           value: option.value,
           name: option.dataset.sourceName || null,
@@ -112,9 +114,8 @@
         byValue[source.value] = source;
       }
     });
-    let highlighted = null;
 
-    /** The source a snapshot shows (the format-1 page marks it by digest), or null. */
+    /** The source a snapshot shows (by its name, or its digest where a page marks it), or null. */
     function sourceOf(snapshot) {
       for (const source of sources) {
         if ((snapshot.digest && source.digest === snapshot.digest) || (source.name && source.name === snapshot.kind)) {
@@ -384,18 +385,6 @@
       return found;
     }
 
-    /** Draw the claims' highlights when they changed (a page where only claims mark texts). */
-    function highlight(claims) {
-      const key = marksKey(claims);
-      if (key === highlighted) {
-        return;
-      }
-      highlighted = key;
-      core.highlight(function (snapshot) {
-        return marks(snapshot, claims);
-      });
-    }
-
     // --- actions ---------------------------------------------------------------------------
 
     function nextId() {
@@ -597,7 +586,7 @@
     function verdictTarget() {
       const focused = document.activeElement;
       const own =
-        focused && focused.closest ? focused.closest("fieldset.claim-judgment, fieldset.verdict") : null;
+        focused && focused.closest ? focused.closest(VERDICT_SETS) : null;
       if (own) {
         return own;
       }
@@ -644,7 +633,7 @@
     });
     // Another field taken with its own key or the mouse: t / f / u are its keys again.
     form.addEventListener("focusin", function (event) {
-      if (!active || active.contains(event.target) || event.target.closest("fieldset.claim-judgment, fieldset.verdict")) {
+      if (!active || active.contains(event.target) || event.target.closest(VERDICT_SETS)) {
         return;
       }
       const field = event.target.closest("fieldset.judgment");
@@ -734,12 +723,9 @@
       write: write,
       toValue: toValue,
       problems: problems,
-      claimProblems: claimProblems,
-      summaryProblems: summaryProblems,
       refresh: refresh,
       marks: marks,
       marksKey: marksKey,
-      highlight: highlight,
     };
   }
 
@@ -764,7 +750,7 @@
       },
       verdictLabel: summaryField ? summaryField.label : config.summary_verdict,
       verdictSets: function () {
-        return Array.from(form.querySelectorAll("fieldset.verdict, fieldset.judgment.field-verdict"));
+        return Array.from(form.querySelectorAll("fieldset.judgment.field-verdict"));
       },
     });
     return {
@@ -780,124 +766,4 @@
       marksKey: editor.marksKey,
     };
   };
-
-  // --- the format-1 answer form (form_answer_claims.html) -----------------------------------
-
-  function claimsForm(core) {
-    const data = core.data;
-    const codebook = data.codebook;
-    const form = document.getElementById("label-form");
-    const rationale = form.querySelector('textarea[name="rationale"]');
-    const verdictKeys = codebook.verdicts.map(function (item) {
-      return item.key;
-    });
-    const labels = {};
-    codebook.verdicts.forEach(function (item) {
-      labels[item.key] = item.label;
-    });
-    // Reasons are required unless the codebook says "optional" (audit.contract.codebook).
-    const reasonsRequired = codebook.reasons !== "optional";
-    const sources = [];
-    const seen = {};
-    data.sources.forEach(function (source) {
-      if (!(source.digest in seen)) {
-        seen[source.digest] = true;
-        sources.push({ value: source.digest, name: null, digest: source.digest, label: source.label });
-      }
-    });
-    const editor = claimsEditor(
-      core,
-      {
-        shape: "format1",
-        source_key: "source_digest",
-        kinds: codebook.claim_kinds,
-        verdicts: [
-          { code: "supported", label: "Supported by the quote", key: "s" },
-          { code: "accurate", label: "Accurate", key: "c" },
-        ],
-        summary: true,
-        summary_verdict: "supported",
-        reason_required: reasonsRequired,
-        keys: { add: "a", quote: "q", next: "n", previous: "p", verdicts: "v" },
-        sources: sources,
-      },
-      {
-        failed: Boolean(data.failed),
-        stated: function (state) {
-          return state.verdicts.supported ? state.verdicts.supported.value : undefined;
-        },
-        verdictLabel: labels.supported,
-        verdictSets: function () {
-          return Array.from(form.querySelectorAll("fieldset.verdict"));
-        },
-      }
-    );
-
-    function collect() {
-      const state = { claims: editor.read(), verdicts: {} };
-      verdictKeys.forEach(function (key) {
-        const value = fromRadio(core.radioValue(form, "verdict-" + key));
-        const reason = form.querySelector('textarea[name="verdict-' + key + '-reason"]').value;
-        const verdict = { reason: reason.trim() ? reason : null };
-        if (value !== undefined) {
-          verdict.value = value;
-        }
-        state.verdicts[key] = verdict;
-      });
-      state.rationale = rationale.value.trim() ? rationale.value : null;
-      return state;
-    }
-
-    function apply(state) {
-      state = state && typeof state === "object" ? state : {};
-      editor.write(state.claims);
-      const given = state.verdicts && typeof state.verdicts === "object" ? state.verdicts : {};
-      verdictKeys.forEach(function (key) {
-        const verdict = given[key] && typeof given[key] === "object" ? given[key] : {};
-        core.setRadio(form, "verdict-" + key, "value" in verdict ? toRadio(verdict.value) : undefined);
-        form.querySelector('textarea[name="verdict-' + key + '-reason"]').value =
-          typeof verdict.reason === "string" ? verdict.reason : "";
-      });
-      rationale.value = typeof state.rationale === "string" ? state.rationale : "";
-    }
-
-    function toAnnotation(state) {
-      if (data.failed) {
-        return { claims: [], verdicts: null, rationale: state.rationale };
-      }
-      const verdicts = {};
-      verdictKeys.forEach(function (key) {
-        const verdict = state.verdicts[key];
-        verdicts[key] = { value: verdict.value === undefined ? null : verdict.value, reason: verdict.reason };
-      });
-      return { claims: editor.toValue(state.claims), verdicts: verdicts, rationale: state.rationale };
-    }
-
-    function problems(state) {
-      if (data.failed) {
-        return [];
-      }
-      const found = editor.claimProblems(state.claims);
-      verdictKeys.forEach(function (key) {
-        if (state.verdicts[key].value === undefined) {
-          found.push(labels[key] + ": choose true, false or unknown.");
-        }
-        if (reasonsRequired && !state.verdicts[key].reason) {
-          found.push(labels[key] + ": give a reason (the codebook requires one for every verdict).");
-        }
-      });
-      return found.concat(editor.summaryProblems(state.claims, state));
-    }
-
-    function refresh(state) {
-      editor.refresh(state.claims, state);
-      editor.highlight(state.claims);
-    }
-
-    return { collect: collect, apply: apply, toAnnotation: toAnnotation, problems: problems, refresh: refresh };
-  }
-
-  if (window.ClaimgateAnnotate) {
-    window.ClaimgateAnnotate.register("answer", claimsForm);
-  }
 })();

@@ -13,10 +13,10 @@ from django.conf import settings
 from annotator.labelling.fields_page import (
     claim_message,
     claims_widget,
-    fields_for_page,
+    codebook_fields_for_page,
+    fields_rows,
     problems_by_field,
 )
-from audit.contract import codebook_from_dict
 from audit.contract.engine import engine_of
 from tests.browser.test_claims_field import CODEBOOK
 
@@ -27,7 +27,7 @@ def claims_of(fields):
 
 
 def test_a_format_2_claims_field_writes_format_2_claims_with_its_own_verdicts():
-    widget = claims_of(fields_for_page(codebook_from_dict(CODEBOOK)))
+    widget = claims_of(codebook_fields_for_page(CODEBOOK)["fields"])
     assert (widget["shape"], widget["source_key"]) == ("format2", "source")
     assert [(v["code"], v["key"]) for v in widget["verdicts"]] == [
         ("supported", "s"),
@@ -55,7 +55,7 @@ def test_the_editor_leaves_a_key_the_codebook_gives_a_field_to_that_field():
     definition = {**CODEBOOK, "fields": [dict(f) for f in CODEBOOK["fields"]]}
     definition["fields"][1]["key"] = "a"  # the verdict takes "a" (add claim)
     definition["fields"][0]["claim_verdicts"] = ["accurate"]
-    widget = claims_of(fields_for_page(codebook_from_dict(definition)))
+    widget = claims_of(codebook_fields_for_page(definition)["fields"])
     assert widget["keys"]["add"] == ""
     assert widget["keys"]["quote"] == "q"
     # Without "supported" there is no summary, and no quote rule to warn about.
@@ -109,10 +109,37 @@ def test_the_engine_of_a_format_1_answer_codebook_gives_the_editor_its_format_1_
         (Path(settings.BASE_DIR) / "fixtures/codebooks/answer-claims-1.0.0.json").read_text()
     )
     labels = {kind["key"]: kind["label"] for kind in definition["claim_kinds"]}
-    widget = claims_of(fields_for_page(engine_of(definition), kind_labels=labels))
+    widget = claims_of(codebook_fields_for_page(definition)["fields"])
     assert (widget["shape"], widget["source_key"]) == ("format1", "source_digest")
     assert widget["summary_verdict"] == "supported"
     assert widget["reason_required"] is (definition.get("reasons", "required") == "required")
     assert [k["label"] for k in widget["kinds"]] == list(labels.values())
     optional = {**definition, "reasons": "optional"}
-    assert claims_of(fields_for_page(engine_of(optional)))["reason_required"] is False
+    assert claims_of(codebook_fields_for_page(optional)["fields"])["reason_required"] is False
+
+
+def test_claims_are_shown_claim_by_claim():
+    fields = codebook_fields_for_page(CODEBOOK)["fields"]
+    span = {"snapshot": "answer", "start": 0, "end": 4, "quote": "Open"}
+    quote = {"snapshot": "source:1", "start": 2, "end": 6, "quote": "till"}
+    claim = {
+        "id": "c1",
+        "span": span,
+        "source": "source:1",
+        "quote_span": quote,
+        "supported": True,
+        "accurate": None,
+        "current": False,
+        "kind": "verifiable",
+        "reason": "the page says so",
+    }
+    rows = fields_rows({"values": {"claims": [claim], "trustworthy": True}}, fields)
+    assert rows[:6] == [
+        ("Claims", "1 claim"),
+        ("Claim c1", "answer [0, 4): “Open”"),
+        ("Claim c1 judgments", "kind verifiable, supported true, accurate unknown, current false"),
+        ("Claim c1 source", "source:1"),
+        ("Claim c1 quote", "source:1 [2, 6): “till”"),
+        ("Claim c1 reason", "the page says so"),
+    ]
+    assert ("Trustworthy", "true") in rows
