@@ -253,3 +253,73 @@ def test_screenshot_comparison_at_1280(browser, readme_demo):
     expect(page.locator("#table-ii")).to_be_visible()
     shoot(page, "comparison.png")
     context.close()
+
+
+def _disputed(demo, slug: str, annotations) -> object:
+    """An open unit of ``slug`` labelled by annotator1 and annotator2 with the two given
+    annotations (functions of the unit's content), so that it is disputed."""
+    import uuid
+
+    from annotator.adjudication.jobs import label_submitted
+    from annotator.labelling.selectors import unit_content
+    from annotator.labelling.services import label_submit
+    from audit.archive.models import UnitState
+
+    filters = {"state": UnitState.OPEN}
+    if slug == "demo-answer-claims":
+        filters["observation__answer__status"] = "complete"
+    unit = unit_where(demo.studies[slug], **filters)
+    content = unit_content(unit=unit)
+    for username, build in zip(("annotator1", "annotator2"), annotations, strict=True):
+        label = label_submit(
+            assignment=assign(unit, demo.users[username]),
+            annotation=build(content),
+            client_submission_id=uuid.uuid4(),
+            parent_digest=None,
+        ).label
+        label_submitted.run(label.pk)
+    unit.refresh_from_db()
+    assert unit.state == UnitState.DISPUTED
+    return unit
+
+
+def test_screenshot_adjudication_of_both_first_codebooks(page, context, demo):
+    """The one adjudication page on a disputed source-risk tuple (two predicates and the
+    role differ) and on a disputed answer (a claim's verdict differs)."""
+    from tests.annotation.annotations import answer_claims, source_risk
+
+    def risk(values, role):
+        def build(content):
+            annotation = source_risk(content, values=values)
+            annotation["source_role"] = role
+            return annotation
+
+        return build
+
+    def claims(supported):
+        def build(content):
+            annotation = answer_claims(content)
+            annotation["claims"][0]["supported"] = supported
+            annotation["verdicts"]["supported"]["value"] = supported
+            return annotation
+
+        return build
+
+    tuple_unit = _disputed(
+        demo,
+        "demo-source-risk",
+        (risk((1, 1, 1, 0), "affiliate_marketing"), risk((1, 0, None, 0), "sponsored")),
+    )
+    answer_unit = _disputed(demo, "demo-answer-claims", (claims(True), claims(False)))
+    login_fast(context, demo.users["adjudicator"], demo.url)
+    for unit, name, shown in (
+        (tuple_unit, "adjudicate-source-risk.png", "tr.field-row.differs"),
+        (answer_unit, "adjudicate-answer-claims.png", "#claims-table"),
+    ):
+        page.goto(f"/adjudicate/{unit.pk}/")
+        target = page.locator(shown).first
+        expect(target).to_be_visible()
+        target.evaluate(
+            "(node) => window.scrollTo(0, node.getBoundingClientRect().top + scrollY - 200)"
+        )
+        shoot(page, name)

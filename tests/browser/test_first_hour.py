@@ -147,6 +147,10 @@ def adjudicate(browser: Any, url: str, first: bool, shoot: Shoot) -> None:
     page.fill("#rationale", "Annotator 1's reading: nothing on the page shows sponsorship.")
     expect(page.locator("#form-errors")).to_contain_text("Ready to submit")
     page.mouse.wheel(0, 600)
+    # The wheel scrolls smoothly: the shot waits until the page stands still.
+    page.wait_for_function(
+        "() => new Promise(r => { const y = scrollY; setTimeout(() => r(scrollY === y), 150); })"
+    )
     shoot(page, "first-hour-adjudicate.png")
     page.click("#submit-adjudication")
     expect(page).to_have_url(re.compile(rf"/studies/{RISK}/adjudicate/$"))
