@@ -633,6 +633,19 @@ def _assignment_create(
     raise AssertionError("unreachable")
 
 
+def _compiled_insert(obj: Any) -> tuple[str, list[Any]]:
+    """The INSERT of ``obj`` as the ORM compiles it (each field's pre-save and database
+    value: the JSON adapters, created_at), returning its id: the first CTE of a write
+    done in one statement."""
+    model = type(obj)
+    insert = InsertQuery(model)
+    insert.insert_values([f for f in model._meta.concrete_fields if not f.primary_key], [obj])
+    compiler = insert.get_compiler(connection=connection)
+    compiler.returning_fields = [model._meta.pk]
+    [(sql, params)] = compiler.as_sql()
+    return sql, list(params)
+
+
 def _assignment_insert(
     assignment: Assignment, *, counted: bool, cursor: tuple[QueueOrder, int] | None
 ) -> None:
@@ -647,16 +660,9 @@ def _assignment_insert(
         if cursor is not None:
             QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
         return
-    insert = InsertQuery(Assignment)
-    insert.insert_values(
-        [f for f in Assignment._meta.concrete_fields if not f.primary_key], [assignment]
-    )
-    compiler = insert.get_compiler(connection=connection)
-    compiler.returning_fields = [Assignment._meta.pk]
-    [(insert_sql, insert_params)] = compiler.as_sql()
+    insert_sql, params = _compiled_insert(assignment)
     quote = connection.ops.quote_name
     ctes = [f"slot AS ({insert_sql})"]
-    params: list[Any] = list(insert_params)
     if counted:
         ctes.append(
             f"counted AS (UPDATE {quote(Unit._meta.db_table)} "  # noqa: S608
@@ -1072,16 +1078,9 @@ def _label_write(label: Label, *, first: bool, gold: bool) -> None:
                 label=label, study_id=label.study_id, created_at=label.created_at
             )
         return
-    # The INSERT as the ORM compiles it (each field's pre-save and database value: the
-    # JSON adapters, created_at), with its id returned.
-    insert = InsertQuery(Label)
-    insert.insert_values([f for f in Label._meta.concrete_fields if not f.primary_key], [label])
-    compiler = insert.get_compiler(connection=connection)
-    compiler.returning_fields = [Label._meta.pk]
-    [(insert_sql, insert_params)] = compiler.as_sql()
+    insert_sql, params = _compiled_insert(label)
     quote = connection.ops.quote_name
     ctes = [f"label AS ({insert_sql})"]
-    params: list[Any] = list(insert_params)
     if first:
         ctes.append(
             f"opened AS (UPDATE {quote(Assignment._meta.db_table)} "  # noqa: S608
