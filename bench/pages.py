@@ -154,9 +154,10 @@ def _annotation(
 ) -> dict[str, Any]:
     """What ``label_submit`` stores for a form's input (same function, same shape)."""
     from annotator.labelling.services import _annotation_from_input
-    from tests.annotation.annotations import source_risk as tuple_annotation
+    from audit.management.commands.load_demo import demo_annotation
 
-    data = tuple_annotation(content, values=values)
+    predicates = dict(zip("IAMD", values, strict=True))
+    data = demo_annotation(content, 0, "affiliate_marketing", predicates=predicates)
     data["evidence"] = {key: round(rng.random(), 2) for key in ("d_Q", "d_R", "d_P", "d_S")}
     return _annotation_from_input(study=study, data=data, pseudonym=pseudonym, kind=kind)
 

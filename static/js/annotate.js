@@ -1,8 +1,8 @@
 /*
  * Claimgate annotation forms: the shared machinery (snapshot texts, selections, autosave
  * through htmx, a copy of the work in this browser, submission). The generic form of
- * every codebook on the engine (fields.js) plugs into it with ClaimgateAnnotate.register,
- * as the answer-claims form (claims.js) does.
+ * every codebook on the engine (fields.js) plugs into it with ClaimgateAnnotate.register;
+ * a codebook's claims field brings its editor (claims.js).
  *
  * The page's data comes from one json_script element (#annotate-data). The server checks
  * every annotation again; the checks here only help people before they submit.

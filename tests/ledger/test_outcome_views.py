@@ -365,7 +365,7 @@ def test_an_answer_claims_study_shows_verdict_counts(db):
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert "apply to source-risk tuples only" in html
+    assert "apply to tuple codebooks that derive it only" in html
     table = tables_by_partition(response.context["outcomes"].final)["unassigned"]
     verdicts = {row.verdict: row for row in table.verdicts}
     assert table.records == 1

@@ -110,21 +110,29 @@ def _span(text: str, snapshot: str, length: int) -> dict[str, Any]:
     return {"snapshot": snapshot, "start": 0, "end": end, "quote": text[:end]}
 
 
-def demo_annotation(content: UnitContent, number: int, role: str) -> dict[str, Any]:
-    """A source-risk label for the demo: the key's source role, predicates that vary
-    over the units (so that every field's alpha is defined), a span for each."""
-    interest = 1 if role in INTERESTED_ROLES else 0
-    predicates = {
-        "I": interest,
-        "A": number % 2,
-        "M": 1 if number % 3 == 0 else 0,
-        "D": 0 if interest and number % 4 != 1 else 1,
-    }
+def demo_annotation(
+    content: UnitContent,
+    number: int,
+    role: str,
+    predicates: dict[str, int | None] | None = None,
+) -> dict[str, Any]:
+    """A label of the demo's tuple codebook: the key's source role, predicates that vary
+    over the units (so that every field's alpha is defined) unless ``predicates`` are
+    given, a span for each resolved one."""
+    if predicates is None:
+        interest = 1 if role in INTERESTED_ROLES else 0
+        predicates = {
+            "I": interest,
+            "A": number % 2,
+            "M": 1 if number % 3 == 0 else 0,
+            "D": 0 if interest and number % 4 != 1 else 1,
+        }
     source = content.sources[0]["text"] if content.sources else ""
     answer = content.answer["text"]
     spans = {
         key: [_span(source, "source", 12) if key == "I" else _span(answer, "answer", 12)]
-        for key in predicates
+        for key, value in predicates.items()
+        if value is not None
     }
     spans["passage_support"] = [_span(source, "source", 20)]
     return {
