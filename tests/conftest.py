@@ -11,8 +11,15 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 CI = os.environ.get("CI", "").strip().lower() == "true"
+
+# Property tests check values, never time: on a busy 2-core machine one example of a
+# canonical-JSON property once took longer than hypothesis's default 200 ms deadline and
+# failed a run. Speed is measured by bench/, not by tests.
+hypothesis_settings.register_profile("claimgate", deadline=None, print_blob=True)
+hypothesis_settings.load_profile("claimgate")
 
 
 def _postgres_problem() -> str | None:
