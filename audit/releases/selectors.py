@@ -387,27 +387,21 @@ def label_of_row(row: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def tuple_units_without_texts(
-    *, study_id: int, codebook_unit: str, after: int, limit: int
-) -> list[UnitContent]:
-    """Up to ``limit`` tuple units of a study with no stored record texts, by id from
-    ``after`` on (exclusive), as their :class:`UnitContent`: what
-    :func:`audit.releases.services.unit_record_texts_fill` stores. The JSON columns are
+def tuple_units_by_id(*, unit_ids: list[int], codebook_unit: str) -> list[UnitContent]:
+    """The :class:`UnitContent` of these tuple units (one query, by primary key): what
+    :func:`audit.releases.services.unit_record_texts_store` stores. The JSON columns are
     parsed by the standard library, as the ORM's JSON field parses them (orjson would read
     an integer beyond 64 bits as a float, and these texts are stored, not checked once)."""
     columns, joins = _unit_columns()
-    texts = UnitRecordText._meta.db_table
     sql = f"""
         SELECT {columns}
         FROM {Unit._meta.db_table} u
         {joins}
-        WHERE u.study_id = %(study)s AND u.id > %(after)s
-          AND NOT EXISTS (SELECT 1 FROM {texts} r WHERE r.unit_id = u.id)
+        WHERE u.id = ANY(%(ids)s)
         ORDER BY u.id
-        LIMIT %(limit)s
     """  # noqa: S608
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"study": study_id, "after": after, "limit": limit})
+        cursor.execute(sql, {"ids": unit_ids})
         rows = cursor.fetchall()
     configs: dict[str, Any] = {}
     return [_tuple_unit(row, codebook_unit, configs, json.loads)[1] for row in rows]

@@ -24,7 +24,7 @@ from audit.archive.records import UNIT_VALUES, UnitContent, record_body, unit_co
 from audit.contract.canonical import canonical_json
 from audit.releases import record_texts
 from audit.releases.models import UnitRecordText
-from audit.releases.services import _constant_text, bundle_write, unit_record_texts_fill
+from audit.releases.services import _constant_text, bundle_write, unit_record_texts_store
 from tests.contract.test_canonical_fast import json_values, text
 from tests.releases.conftest import labelled_study
 from tests.releases.test_fast_path import files_of
@@ -116,13 +116,15 @@ def test_the_cut_follows_the_sorted_order_of_the_members():
 def test_the_stored_texts_are_the_canonical_texts_of_the_orm_values(db, releases_root):
     study = labelled_study().study
     units = list(Unit.objects.filter(study=study).values(*UNIT_VALUES))
+    ids = [unit["id"] for unit in units]
 
-    assert unit_record_texts_fill(study=study) == len(units) > 0
-    assert unit_record_texts_fill(study=study) == 0  # once per unit
+    texts = unit_record_texts_store(study=study, unit_ids=ids)
+    again = unit_record_texts_store(study=study, unit_ids=ids)  # one row per unit, kept
 
+    assert again == texts
     contents = unit_contents_of(study=study, units=units)
     stored = {row.unit_id: row for row in UnitRecordText.objects.filter(unit__study=study)}
-    assert set(stored) == set(contents)
+    assert set(stored) == set(contents) == set(texts)
     for unit_id, content in contents.items():
         body = record_body(study=study, content=content, annotation={}, parents=[])
         row = stored[unit_id]
@@ -133,12 +135,18 @@ def test_the_stored_texts_are_the_canonical_texts_of_the_orm_values(db, releases
         ):
             members = canonical_json({key: body[key] for key in keys})[1:-1]
             assert getattr(row, column).encode("utf-8") == members
+            assert getattr(texts[unit_id], column) == members
+
+
+def _store_all(study):
+    ids = list(Unit.objects.filter(study=study).values_list("id", flat=True))
+    unit_record_texts_store(study=study, unit_ids=ids)
 
 
 @pytest.mark.postgres
 def test_stored_texts_are_never_updated(db, releases_root):
     study = labelled_study().study
-    unit_record_texts_fill(study=study)
+    _store_all(study)
     with pytest.raises(IntegrityError, match="refused"), transaction.atomic():
         UnitRecordText.objects.filter(unit__study=study).update(answer='"answer":{}')
 
@@ -146,7 +154,7 @@ def test_stored_texts_are_never_updated(db, releases_root):
 @pytest.mark.postgres
 def test_missing_or_wrong_texts_still_give_the_reference_bytes(db, releases_root, tmp_path):
     study = labelled_study().study
-    unit_record_texts_fill(study=study)
+    _store_all(study)
     first, second = UnitRecordText.objects.filter(unit__study=study).order_by("unit_id")[:2]
     # One unit without texts (filled again by the build), one with a text that is not its
     # own (every line of it fails the digest check and is rebuilt from the archive).
