@@ -47,7 +47,8 @@ class Release(models.Model):
 
 class UnitRecordText(models.Model):
     """A tuple unit's part of every record made on it, as canonical JSON text, stored
-    once (audit.releases.services.unit_record_texts_fill): the archive rows it comes from
+    once (audit.releases.services.unit_record_texts_store, by the first release that meets
+    the unit): the archive rows it comes from
     never change, so a release no longer joins six tables and serializes them again per
     label. A record's text is then ``{"annotation":…,"answer":<answer>,<the codebook's
     constant members>,"parents":…,<head>,<tail>}``, its digest checked against the label's
