@@ -48,12 +48,12 @@ class Release(models.Model):
 class UnitRecordText(models.Model):
     """A tuple unit's part of every record made on it, as canonical JSON text, stored
     once (audit.releases.services.unit_record_texts_store, by the first release that meets
-    the unit): the archive rows it comes from
-    never change, so a release no longer joins six tables and serializes them again per
-    label. A record's text is then ``{"annotation":…,"answer":<answer>,<the codebook's
-    constant members>,"parents":…,<head>,<tail>}``, its digest checked against the label's
-    stored record digest (a text that does not hash to it is never written: the release
-    rebuilds that record from the archive, as it always did).
+    the unit): the archive rows it comes from never change, so a release no longer joins
+    six tables and serializes them again per label. A record's text is then
+    ``{"annotation":…,<answer>,<the codebook's members>,"parents":…,<head>,<tail>}``, its
+    digest checked against the label's stored record digest (bytes that do not hash to it
+    are never written: the release rebuilds that record from the archive, as it always
+    did). Tuple units only.
 
     Only ever inserted (a trigger refuses UPDATE; the app role may only SELECT and
     INSERT)."""
