@@ -25,7 +25,14 @@ from dataclasses import dataclass
 #: Tables whose rows are history: written once, never changed or removed.
 HISTORY = ("annotator_label", "annotator_labelsight", "audit_ledgerentry", "audit_studyfreeze")
 #: Archive rows: written by imports, never edited (row triggers) nor removed by the app.
-ARCHIVE = ("audit_query", "audit_pipeline", "audit_answersnapshot", "audit_sourcesnapshot")
+ARCHIVE = (
+    "audit_query",
+    "audit_pipeline",
+    "audit_answersnapshot",
+    "audit_sourcesnapshot",
+    # Canonical texts of the archive rows above, per unit (audit.releases).
+    "audit_unitrecordtext",
+)
 #: The ledger head: one row, moved forward by every append.
 FORWARD_ONLY = ("audit_ledgerhead",)
 #: Read by the app, written only by ``migrate`` as the owner.

@@ -25,7 +25,7 @@ from audit.archive.models import (
 )
 from audit.ledger.models import ConformanceRun, LedgerEntry, LedgerHead, StudyGate
 from audit.partitions.models import StudyFreeze
-from audit.releases.models import Release, ReleaseStatus
+from audit.releases.models import Release, ReleaseStatus, UnitRecordText
 
 __all__ = [
     "DIGEST_LENGTH",
@@ -51,5 +51,6 @@ __all__ = [
     "StudyGate",
     "Tuple",
     "Unit",
+    "UnitRecordText",
     "UnitState",
 ]

@@ -43,6 +43,7 @@ TABLES = {
     "audit.PartitionState": "audit_partitionstate",
     "audit.StudyFreeze": "audit_studyfreeze",
     "audit.Release": "audit_release",
+    "audit.UnitRecordText": "audit_unitrecordtext",
     "annotator.Assignment": "annotator_assignment",
     "annotator.Draft": "annotator_draft",
     "annotator.Label": "annotator_label",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from audit.archive.models import DIGEST_LENGTH, Study
+from audit.archive.models import DIGEST_LENGTH, Study, Unit
 
 
 class ReleaseStatus(models.TextChoices):
@@ -43,3 +43,26 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug}/{self.name}"
+
+
+class UnitRecordText(models.Model):
+    """A tuple unit's part of every record made on it, as canonical JSON text, stored
+    once (audit.releases.services.unit_record_texts_store, by the first release that meets
+    the unit): the archive rows it comes from never change, so a release no longer joins
+    six tables and serializes them again per label. A record's text is then
+    ``{"annotation":…,<answer>,<the codebook's members>,"parents":…,<head>,<tail>}``, its
+    digest checked against the label's stored record digest (bytes that do not hash to it
+    are never written: the release rebuilds that record from the archive, as it always
+    did). Tuple units only.
+
+    Only ever inserted (a trigger refuses UPDATE; the app role may only SELECT and
+    INSERT)."""
+
+    unit = models.OneToOneField(Unit, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    # Each a canonical text of members without braces (audit.releases.record_texts).
+    answer = models.TextField(help_text="The record's answer member.")
+    head = models.TextField(help_text="The record's pipeline and query members.")
+    tail = models.TextField(help_text="The record's sampling, source and tuple_digest members.")
+
+    def __str__(self) -> str:
+        return f"record texts of unit {self.unit_id}"

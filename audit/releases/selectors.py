@@ -14,9 +14,10 @@ a label's also as microseconds since the epoch to order by.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from django.db import connection
@@ -36,6 +37,7 @@ from audit.archive.records import UnitContent
 from audit.contract.canonical import parse_json_fast
 from audit.ledger.models import LedgerEntry
 from audit.releases import formats as rf
+from audit.releases.models import UnitRecordText
 
 
 def raw_reads_available() -> bool:
@@ -59,18 +61,13 @@ OUTCOME_COLUMNS = rf.OUTCOMES.names
 _UNIT_WIDTH = 40
 
 
-def _sql(exclude_test: bool) -> str:
-    unit, tuple_ = Unit._meta.db_table, Tuple._meta.db_table
-    observation = Observation._meta.db_table
+def _unit_columns() -> tuple[str, str]:
+    """The archive's columns of a tuple unit, in :func:`_tuple_unit`'s order, and the
+    joins they come from."""
+    tuple_, observation = Tuple._meta.db_table, Observation._meta.db_table
     query, pipeline = Query._meta.db_table, Pipeline._meta.db_table
     answer, source = AnswerSnapshot._meta.db_table, SourceSnapshot._meta.db_table
-    label, entry = Label._meta.db_table, LedgerEntry._meta.db_table
-    outcome = ", ".join(f"e.{name}" for name in OUTCOME_COLUMNS)
-    # As Django's exclude(partition=TEST) on a nullable column: NULL stays in.
-    test = " AND u.partition IS DISTINCT FROM %(test)s" if exclude_test else ""
-    # Names from the models, values as parameters.
-    return f"""
-        SELECT u.id, u.digest, u.partition, u.state,
+    columns = f"""u.id, u.digest, u.partition, u.state,
                t.sampling_stratum, t.inclusion_probability,
                q.query_id, q.text, q.question_type, q.question_version, q.reference_time,
                q.target_name, q.target_family, q.template_id, q.domain, q.locale,
@@ -79,18 +76,45 @@ def _sql(exclude_test: bool) -> str:
                a.personalization, {_instant("a.collected_at")}, a.status, a.failure, a.text,
                a.citations::text, a.raw_path, a.digest,
                s.original_url, s.canonical_url, s.rank, {_instant("s.collected_at")}, s.text,
-               s.digest,
+               s.digest"""
+    joins = f"""JOIN {tuple_} t ON t.id = u.tuple_id
+        JOIN {observation} o ON o.id = u.observation_id
+        JOIN {query} q ON q.id = o.query_id
+        JOIN {pipeline} p ON p.id = o.pipeline_id
+        JOIN {answer} a ON a.id = o.answer_id
+        JOIN {source} s ON s.id = t.source_id"""
+    return columns, joins
+
+
+#: Columns of a row before its label's when the unit's record texts are read
+#: (:func:`_sql` with ``stored``): the unit's id, digest, partition, state and its
+#: :class:`audit.releases.models.UnitRecordText` (``NULL`` where it has none yet).
+_STORED_WIDTH = 7
+
+
+def _sql(exclude_test: bool, stored: bool = False) -> str:
+    """The release's query. ``stored``: each unit's stored record texts instead of its
+    archive rows (one look-up instead of six joined tables)."""
+    unit = Unit._meta.db_table
+    label, entry = Label._meta.db_table, LedgerEntry._meta.db_table
+    outcome = ", ".join(f"e.{name}" for name in OUTCOME_COLUMNS)
+    # As Django's exclude(partition=TEST) on a nullable column: NULL stays in.
+    test = " AND u.partition IS DISTINCT FROM %(test)s" if exclude_test else ""
+    if stored:
+        texts = UnitRecordText._meta.db_table
+        columns = "u.id, u.digest, u.partition, u.state, r.answer, r.head, r.tail"
+        joins = f"LEFT JOIN {texts} r ON r.unit_id = u.id"
+    else:
+        columns, joins = _unit_columns()
+    # Names from the models, values as parameters.
+    return f"""
+        SELECT {columns},
                l.id, l.unit_id, l.kind, l.revision, l.record_digest, l.assisted_model,
                {_instant("l.created_at")},
                (extract(epoch FROM l.created_at) * 1000000)::bigint,
                l.annotation::text, l.parents::text, e.seq IS NOT NULL, {outcome}
         FROM {unit} u
-        JOIN {tuple_} t ON t.id = u.tuple_id
-        JOIN {observation} o ON o.id = u.observation_id
-        JOIN {query} q ON q.id = o.query_id
-        JOIN {pipeline} p ON p.id = o.pipeline_id
-        JOIN {answer} a ON a.id = o.answer_id
-        JOIN {source} s ON s.id = t.source_id
+        {joins}
         LEFT JOIN {label} l ON l.unit_id = u.id AND l.id <= %(cutoff)s
         LEFT JOIN {entry} e ON e.record_digest = l.record_digest AND e.seq <= %(ledger)s
         WHERE u.study_id = %(study)s{test}
@@ -110,12 +134,17 @@ def tuple_chunks_raw(
     chunk: int,
     label_cutoff: int,
     ledger_cutoff: int,
-) -> Iterator[tuple[list[dict[str, Any]], dict[int, UnitContent], list[dict[str, Any]]]]:
+    stored: bool = False,
+) -> Iterator[tuple[list[dict[str, Any]], dict[int, Any], list[dict[str, Any]]]]:
     """The tuple units of a study by digest, about ``chunk`` at a time: each chunk as its
     units' release fields (``id``, ``digest``, ``partition``, ``state``), their
     :class:`UnitContent` by unit id (the values :func:`audit.archive.records.unit_contents_of`
     builds from the ORM rows) and their labels (:func:`label_of_row`). A unit of another
     kind (no tuple) is not read here.
+
+    ``stored``: instead of its content, each unit's stored record texts as
+    :class:`UnitTexts` (``None`` for a unit that has none yet), read from one table
+    instead of the archive's six.
 
     One query through a server-side cursor, which needs a transaction: inside one (a
     caller's, a test's) on this connection; otherwise on a connection of its own, read-only
@@ -150,7 +179,10 @@ def tuple_chunks_raw(
                 raw.execute("SET LOCAL max_parallel_workers_per_gather = 0")
                 raw.execute("SET LOCAL jit = off")
             yield from _grouped(
-                _fetched(cursor, pool, _sql(exclude_test), params), codebook_unit, chunk
+                _fetched(cursor, pool, _sql(exclude_test, stored), params),
+                codebook_unit,
+                chunk,
+                stored,
             )
     finally:
         if own is not None:
@@ -172,14 +204,15 @@ def _fetched(
 
 
 def _grouped(
-    batches: Iterator[list[tuple[Any, ...]]], codebook_unit: str, chunk: int
-) -> Iterator[tuple[list[dict[str, Any]], dict[int, UnitContent], list[dict[str, Any]]]]:
+    batches: Iterator[list[tuple[Any, ...]]], codebook_unit: str, chunk: int, stored: bool = False
+) -> Iterator[tuple[list[dict[str, Any]], dict[int, Any], list[dict[str, Any]]]]:
     """Rows (a unit's columns, then one of its labels', all ``NULL`` for a unit without
     one; a unit's rows are consecutive) as chunks of whole units."""
     units: list[dict[str, Any]] = []
-    contents: dict[int, UnitContent] = {}
+    contents: dict[int, Any] = {}
     labels: list[dict[str, Any]] = []
     configs: dict[str, Any] = {}
+    width = _STORED_WIDTH if stored else _UNIT_WIDTH
     last = None
     for rows in batches:
         for row in rows:
@@ -188,14 +221,35 @@ def _grouped(
                 if len(units) >= chunk:
                     yield units, contents, labels
                     units, contents, labels = [], {}, []
-                unit, content = _tuple_unit(row, codebook_unit, configs)
+                if stored:
+                    unit = {"id": unit_id, "digest": row[1], "partition": row[2], "state": row[3]}
+                    contents[unit_id] = (
+                        None
+                        if row[4] is None
+                        else UnitTexts(row[4].encode(), row[5].encode(), row[6].encode())
+                    )
+                else:
+                    unit, contents[unit_id] = _tuple_unit(row, codebook_unit, configs)
                 units.append(unit)
-                contents[unit_id] = content
                 last = unit_id
-            if row[_UNIT_WIDTH] is not None:
-                labels.append(label_of_row(row[_UNIT_WIDTH:]))
+            if row[width] is not None:
+                labels.append(label_of_row(row[width:]))
     if units:
         yield units, contents, labels
+
+
+class UnitTexts(NamedTuple):
+    """A unit's stored record texts (:class:`audit.releases.models.UnitRecordText`) as
+    UTF-8 bytes: what a record line is assembled from."""
+
+    answer: bytes
+    head: bytes
+    tail: bytes
+
+
+def _parse_fast(text: str) -> Any:
+    # orjson reads an integer beyond 64 bits as a float: the record's digest check finds it.
+    return parse_json_fast(text)[0]
 
 
 #: Distinct pipeline configurations kept parsed during one read (a study has a few).
@@ -203,11 +257,14 @@ _CONFIGS_KEPT = 64
 
 
 def _tuple_unit(
-    row: tuple[Any, ...], codebook_unit: str, configs: dict[str, Any]
+    row: tuple[Any, ...],
+    codebook_unit: str,
+    configs: dict[str, Any],
+    parse: Callable[[str], Any] = _parse_fast,
 ) -> tuple[dict[str, Any], UnitContent]:
     """A row's unit fields and content. ``configs``: pipeline configurations already
     parsed, by their text (every unit of a pipeline holds the same; records never change a
-    value they are given, so units may share it)."""
+    value they are given, so units may share it). ``parse``: the JSON columns' parser."""
     (
         unit_id,
         digest,
@@ -254,7 +311,7 @@ def _tuple_unit(
     if parsed_config is None:
         if len(configs) >= _CONFIGS_KEPT:
             configs.clear()
-        parsed_config = configs[config] = parse_json_fast(config)[0]
+        parsed_config = configs[config] = parse(config)
     content = UnitContent(
         unit_id=unit_id,
         codebook_unit=codebook_unit,
@@ -290,7 +347,7 @@ def _tuple_unit(
             "status": status,
             "failure": failure,
             "text": answer_text,
-            "citations": parse_json_fast(citations)[0],
+            "citations": parse(citations),
             "raw_path": raw_path,
             "digest": answer_digest,
         },
@@ -328,3 +385,23 @@ def label_of_row(row: tuple[Any, ...]) -> dict[str, Any]:
         "parents_text": row[9],
         "outcome": dict(zip(OUTCOME_COLUMNS, row[11:], strict=True)) if row[10] else None,
     }
+
+
+def tuple_units_by_id(*, unit_ids: list[int], codebook_unit: str) -> list[UnitContent]:
+    """The :class:`UnitContent` of these tuple units (one query, by primary key): what
+    :func:`audit.releases.services.unit_record_texts_store` stores. The JSON columns are
+    parsed by the standard library, as the ORM's JSON field parses them (orjson would read
+    an integer beyond 64 bits as a float, and these texts are stored, not checked once)."""
+    columns, joins = _unit_columns()
+    sql = f"""
+        SELECT {columns}
+        FROM {Unit._meta.db_table} u
+        {joins}
+        WHERE u.id = ANY(%(ids)s)
+        ORDER BY u.id
+    """  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"ids": unit_ids})
+        rows = cursor.fetchall()
+    configs: dict[str, Any] = {}
+    return [_tuple_unit(row, codebook_unit, configs, json.loads)[1] for row in rows]

@@ -18,7 +18,7 @@ from audit.archive.mapping import format_instant
 from audit.archive.models import Partition, Unit
 from audit.archive.records import UNIT_VALUES, unit_contents_of
 from audit.releases import selectors
-from audit.releases.services import _labels_orm, bundle_write
+from audit.releases.services import _labels_orm, bundle_write, unit_record_texts_store
 from tests.releases.conftest import labelled_study
 
 pytestmark = pytest.mark.postgres
@@ -102,3 +102,38 @@ def test_outside_a_transaction_the_read_has_its_own_connection(committed, tmp_pa
     reference = bundle_write(study=committed, name="v1", directory=tmp_path / "ref", reference=True)
     assert fast.files == reference.files
     assert fast.files["records.jsonl"]["bytes"] > 0
+
+
+def test_the_stored_read_gives_the_same_units_and_labels_and_each_units_texts(db, releases_root):
+    study = labelled_study().study
+    ids = list(Unit.objects.filter(study=study).values_list("id", flat=True))
+    missing = list(
+        selectors.tuple_chunks_raw(
+            study_id=study.pk,
+            codebook_unit=study.codebook.unit,
+            exclude_test=False,
+            chunk=2,
+            label_cutoff=10**12,
+            ledger_cutoff=10**12,
+            stored=True,
+        )
+    )
+    assert all(texts is None for _, chunk, _ in missing for texts in chunk.values())
+    stored = unit_record_texts_store(study=study, unit_ids=ids)
+
+    chunks = list(
+        selectors.tuple_chunks_raw(
+            study_id=study.pk,
+            codebook_unit=study.codebook.unit,
+            exclude_test=False,
+            chunk=2,
+            label_cutoff=10**12,
+            ledger_cutoff=10**12,
+            stored=True,
+        )
+    )
+    joined = _raw(study, exclude_test=False)
+
+    assert [units for units, _, _ in chunks] == [units for units, _, _ in joined]
+    assert [labels for _, _, labels in chunks] == [labels for _, _, labels in joined]
+    assert {key: value for _, chunk, _ in chunks for key, value in chunk.items()} == stored

@@ -210,5 +210,5 @@ def test_the_command_says_what_it_granted(app_role, capsys):
     call_command("db_app_role", app_url=_app_url(app_role))
     out = capsys.readouterr().out
     assert f"app role '{app_role}' updated" in out
-    assert "SELECT, INSERT: 8 tables" in out
+    assert "SELECT, INSERT: 9 tables" in out
     assert "never TRUNCATE" in out
