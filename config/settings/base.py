@@ -199,7 +199,7 @@ CACHES = {
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate makes an anonymous request 401 (not 403) everywhere.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "config.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Every refusal {reason, message}; invalid body fields in DRF's shape (config.api).
