@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value, When
@@ -1121,8 +1122,13 @@ def _label_store(
         except IntegrityError:
             raise _LabelInsertLost(head) from None
         if not assignment.gold:
-            # Its outcome is appended by a job that takes every waiting label of the study.
-            queue_job_once(OUTCOMES_PROCESS, study.pk)
+            # Its outcome is appended by a job that takes every waiting label of the study,
+            # started OUTCOMES_DELAY_SECONDS later so that a batch gathers meanwhile.
+            queue_job_once(
+                OUTCOMES_PROCESS,
+                study.pk,
+                delay=float(getattr(settings, "OUTCOMES_DELAY_SECONDS", 0)),
+            )
     return Submission(label=label, replayed=False)
 
 
