@@ -78,40 +78,56 @@ class CompiledRead:
         self._local.held = (connection, statement)
         return statement
 
-    def _rows(self, values: dict[str, Any]) -> tuple[_Statement, list[Any]]:
+    def bound(self, **values: Any) -> tuple[str, list[Any]] | None:
+        """The statement and its parameters for ``values``; ``None`` when a value is one
+        no row can hold (the ORM answers nothing without asking the database, which
+        would refuse the parameter: so does this)."""
         statement = self._statement()
         values = {name: _as(kind, values[name]) for name, kind in self._kinds.items()}
         if any(
             isinstance(value, int) and not _BIGINT[0] <= value <= _BIGINT[1]
             for value in values.values()
         ):
-            # No row holds such a value; the ORM answers nothing without asking the
-            # database (which would refuse the parameter), and so does this.
-            return statement, []
-        params = [_bound(item, values) for item in statement.params]
+            return None
+        return statement.sql, [_bound(item, values) for item in statement.params]
+
+    def _fetched(self, values: dict[str, Any]) -> list[Any]:
+        bound = self.bound(**values)
+        if bound is None:
+            return []
         with connections[self._using].cursor() as cursor:
-            cursor.execute(statement.sql, params)
-            rows = cursor.fetchall()
-        compiler = statement.compiler
+            cursor.execute(*bound)
+            return cursor.fetchall()
+
+    def _converted(self, rows: list[Any]) -> list[Any]:
+        compiler = self._statement().compiler
         if compiler.has_extra_select:  # ordering columns added to the select: not answered
             rows = [row[: compiler.col_count] for row in rows]
-        return statement, list(compiler.results_iter(results=[rows]))
+        return list(compiler.results_iter(results=[rows]))
 
     def dicts(self, **values: Any) -> list[dict[str, Any]]:
         """The rows of a ``values()`` queryset."""
-        statement, rows = self._rows(values)
-        query = statement.compiler.query
-        names = [*query.extra_select, *query.values_select, *query.annotation_select]
-        return [dict(zip(names, row, strict=True)) for row in rows]
+        return self.dicts_of(self._fetched(values))
 
     def tuples(self, **values: Any) -> list[tuple[Any, ...]]:
         """The rows of a ``values_list()`` queryset."""
-        return [tuple(row) for row in self._rows(values)[1]]
+        return self.tuples_of(self._fetched(values))
 
     def instances(self, **values: Any) -> list[Model]:
         """The model instances of a model queryset, built as ``ModelIterable`` builds them."""
-        statement, rows = self._rows(values)
-        compiler = statement.compiler
+        return self.instances_of(self._fetched(values))
+
+    def dicts_of(self, rows: list[Any]) -> list[dict[str, Any]]:
+        """:meth:`dicts` of rows fetched elsewhere (:func:`fetched_together`)."""
+        query = self._statement().compiler.query
+        names = [*query.extra_select, *query.values_select, *query.annotation_select]
+        return [dict(zip(names, row, strict=True)) for row in self._converted(rows)]
+
+    def tuples_of(self, rows: list[Any]) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self._converted(rows)]
+
+    def instances_of(self, rows: list[Any]) -> list[Model]:
+        compiler = self._statement().compiler
         select, klass_info = compiler.select, compiler.klass_info
         annotations = compiler.annotation_col_map
         fields = klass_info["select_fields"]
@@ -120,7 +136,7 @@ class CompiledRead:
         populators = get_related_populators(klass_info, select, self._using)
         model = klass_info["model"]
         built = []
-        for row in rows:
+        for row in self._converted(rows):
             obj = model.from_db(self._using, names, row[start:end])
             for populator in populators:
                 populator.populate(row, obj)
@@ -128,6 +144,33 @@ class CompiledRead:
                 setattr(obj, name, row[position])
             built.append(obj)
         return built
+
+
+def fetched_together(
+    *reads: tuple[CompiledRead, dict[str, Any]], using: str = "default"
+) -> list[list[Any]]:
+    """The raw rows of several reads, in order, sent to PostgreSQL in one round trip (its
+    client-side binding takes several statements in one query; each is still its own
+    statement, run after the one before, with its own snapshot); elsewhere one by one.
+    Convert each with its read's ``*_of`` method."""
+    bound = [read.bound(**values) for read, values in reads]
+    connection = connections[using]
+    sent = [item for item in bound if item is not None]
+    fetched: list[list[Any]] = []
+    with connection.cursor() as cursor:
+        # Server-side binding (an OPTIONS setting) takes one statement per query.
+        together = not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+        if connection.vendor == "postgresql" and together and len(sent) > 1:
+            cursor.execute("; ".join(sql for sql, _ in sent), [p for _, ps in sent for p in ps])
+            fetched.append(cursor.fetchall())
+            while cursor.nextset():
+                fetched.append(cursor.fetchall())
+        else:
+            for sql, params in sent:
+                cursor.execute(sql, params)
+                fetched.append(cursor.fetchall())
+    answers = iter(fetched)
+    return [[] if item is None else next(answers) for item in bound]
 
 
 def _sentinel(kind: type, n: int) -> Any:

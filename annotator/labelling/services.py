@@ -52,7 +52,7 @@ from annotator.quality.selectors import (
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, record_build, unit_contents_of
 from audit.archive.selectors import codebook_registry_of
-from audit.compiled import CompiledInsert, CompiledRead
+from audit.compiled import CompiledInsert, CompiledRead, fetched_together
 from audit.contract import check_record
 from audit.contract.canonical import canonical_json
 from audit.contract.codebook import Codebook, reasons_missing
@@ -448,7 +448,10 @@ def handed_unit_content(*, study: Study, unit_id: int) -> UnitContent:
     than to run, twice per next + submit (docs/benchmarks.md, "third round")."""
     if study.codebook.unit == CodebookUnit.ANSWER_PAIR:
         return unit_content(unit=Unit(pk=unit_id))
-    rows = _UNIT_ROW.dicts(unit_id=unit_id)
+    return _unit_content_of_row(study, unit_id, _UNIT_ROW.dicts(unit_id=unit_id))
+
+
+def _unit_content_of_row(study: Study, unit_id: int, rows: list[dict[str, Any]]) -> UnitContent:
     if not rows:
         raise Unit.DoesNotExist(f"no unit {unit_id}")
     return unit_contents_of(study=study, units=rows)[unit_id]
@@ -940,19 +943,24 @@ def _study_of(assignment: Assignment) -> Study:
     return Study.objects.select_related("codebook").get(pk=assignment.study_id)
 
 
-def _replay_and_head(
-    assignment: Assignment, submission_id: uuid.UUID
+def _replay_and_head_values(assignment: Assignment, submission_id: uuid.UUID) -> dict[str, Any]:
+    """What :data:`_REPLAY_AND_HEAD` reads in one query: the label this submission id
+    already made (on any assignment of this person), and the person's revisions on this
+    assignment's unit (of the assignment's kind: independent, or gold for a unit handed
+    out for scoring)."""
+    return {
+        "annotator_id": assignment.annotator_id,
+        "submission_id": submission_id,
+        "unit_id": assignment.unit_id,
+        "kind": str(label_kind_of(assignment)),
+    }
+
+
+def _replay_and_head_of(
+    assignment: Assignment, submission_id: uuid.UUID, rows: list[Label]
 ) -> tuple[Label | None, Label | None]:
-    """In one query: the label this submission id already made (on any assignment of
-    this person), and the person's latest revision on this assignment's unit (of the
-    assignment's kind: independent, or gold for a unit handed out for scoring)."""
+    """The replayed label and the latest revision among :data:`_REPLAY_AND_HEAD`'s rows."""
     kind = label_kind_of(assignment)
-    rows = _REPLAY_AND_HEAD.instances(
-        annotator_id=assignment.annotator_id,
-        submission_id=submission_id,
-        unit_id=assignment.unit_id,
-        kind=str(kind),
-    )
     replay = head = None
     for label in rows:
         if label.client_submission_id == submission_id:
@@ -1035,13 +1043,29 @@ def _label_store(
 ) -> Submission:
     """:func:`label_submit`'s transaction."""
     with transaction.atomic():
-        locked = _LOCK_AND_SEEN.tuples(
-            assignment_id=assignment.pk,
-            annotator_id=assignment.annotator_id,
-            unit_id=assignment.unit_id,
-        )
+        # The lock (and whether the labels were seen), then the replay and head, then the
+        # unit's content: three statements in one round trip (audit.compiled), the second
+        # and third run once the lock is held, each with its own snapshot.
+        pair = study.codebook.unit == CodebookUnit.ANSWER_PAIR
+        reads: list[tuple[CompiledRead, dict[str, Any]]] = [
+            (
+                _LOCK_AND_SEEN,
+                {
+                    "assignment_id": assignment.pk,
+                    "annotator_id": assignment.annotator_id,
+                    "unit_id": assignment.unit_id,
+                },
+            ),
+            (_REPLAY_AND_HEAD, _replay_and_head_values(assignment, submission_id)),
+        ]
+        if not pair:  # an answer pair's content reads its baseline too (unit_content)
+            reads.append((_UNIT_ROW, {"unit_id": assignment.unit_id}))
+        locked, labels, *units = fetched_together(*reads)
+        locked = _LOCK_AND_SEEN.tuples_of(locked)
         seen = locked[0][0] if locked else None
-        replay, head = _replay_and_head(assignment, submission_id)
+        replay, head = _replay_and_head_of(
+            assignment, submission_id, _REPLAY_AND_HEAD.instances_of(labels)
+        )
         if replay is not None:
             return _replayed(replay, assignment)
         if seen is None or seen:  # a slot is only taken back once its labels were seen
@@ -1058,7 +1082,10 @@ def _label_store(
                 f"the submission names {parent_digest or 'none'}",
                 head=head,
             )
-        content = handed_unit_content(study=study, unit_id=assignment.unit_id)
+        if pair:
+            content = handed_unit_content(study=study, unit_id=assignment.unit_id)
+        else:
+            content = _unit_content_of_row(study, assignment.unit_id, _UNIT_ROW.dicts_of(units[0]))
         if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
             annotation = pair_annotation_stored(
                 study=study, assignment=assignment, content=content, annotation=annotation

@@ -97,3 +97,21 @@ def test_token_authentication_lets_in_the_tokens_user_only(risk_study, people):
     people["ann_a"].is_active = False
     people["ann_a"].save(update_fields=["is_active"])
     assert _token_client(token.key).post(url).status_code == 401
+
+
+def test_reads_sent_together_answer_each_in_order(risk_study):
+    from audit.compiled import fetched_together
+
+    first = Unit.objects.filter(study=risk_study).order_by("pk").first()
+    rows = fetched_together(
+        (UNITS, {"study_id": risk_study.pk, "unit_id": first.pk}),
+        (UNITS, {"study_id": risk_study.pk, "unit_id": 2**70}),  # nothing, not sent
+        (UNITS, {"study_id": risk_study.pk, "unit_id": first.pk + 1}),
+    )
+
+    answers = [UNITS.dicts_of(fetched) for fetched in rows]
+    assert answers == [
+        UNITS.dicts(study_id=risk_study.pk, unit_id=first.pk),
+        [],
+        UNITS.dicts(study_id=risk_study.pk, unit_id=first.pk + 1),
+    ]

@@ -44,9 +44,13 @@ NEXT_NEW = 6 + NEXT_WRITES  # the study with the caller's annotator seat (pause,
 NEXT_OPEN = 5  # the study with the seat (which says there is one), unfinished (read
 #               as it stands now), content, draft, head
 SUBMIT_WRITES = 1 if ON_POSTGRESQL else 5
-SUBMIT = 6 + SUBMIT_WRITES  # the assignment with study, codebook, unit and the seat,
-#              lock + seen, replay + head, content, the writes; 2 savepoint statements
-#              (the label's INSERT has none of its own: losing it rolls the whole back)
+#: On PostgreSQL the lock + seen, the replay + head and the content are three statements
+#: sent in one query (one round trip: audit.compiled.fetched_together).
+SUBMIT_READS = 1 if ON_POSTGRESQL else 3
+SUBMIT = 3 + SUBMIT_READS + SUBMIT_WRITES  # the assignment with study, codebook, unit and
+#              the seat, lock + seen, replay + head, content, the writes; 2 savepoint
+#              statements (the label's INSERT has none of its own: losing it rolls the
+#              whole back)
 
 
 @pytest.fixture(autouse=True)
