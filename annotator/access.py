@@ -13,12 +13,15 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.http import Http404
 
-from annotator.labelling.models import Assignment, Label, LabelKind
+from annotator.labelling.models import Assignment, Label, LabelKind, LabelSight, QueueOrder
+from annotator.labelling.selectors import QueueGlance
 from annotator.memberships.models import Membership, Role
+from annotator.quality.models import GoldItem
 from audit.archive.models import CodebookUnit, Study, Unit
+from audit.compiled import CompiledRead
 
 logger = logging.getLogger("claimgate.access")
 
@@ -141,6 +144,69 @@ def study_get_for_annotator(*, user: AbstractBaseUser | AnonymousUser, slug: str
     return study_seat_for_annotator(user=user, slug=slug)[0]
 
 
+# The labelling loop's access reads, compiled by the ORM once per process (audit.compiled).
+_SEAT_IN_STUDY = CompiledRead(
+    lambda user_id, slug: (
+        Membership.objects.select_related("study__codebook")
+        .filter(user_id=user_id, study__slug=slug, role=Role.ANNOTATOR)
+        .order_by("pk")[:1]
+    ),
+    user_id=int,
+    slug=str,
+)
+
+
+_ORDER_FIELDS = ("pk", "study_id", "annotator_id", "seed", "cursor")
+
+
+def _seat_and_queue(user_id: int, slug: str) -> QuerySet[Membership]:
+    """:data:`_SEAT_IN_STUDY` with the caller's :class:`QueueGlance` as subqueries, each
+    an index probe: the first unfinished assignment (not on a unit whose labels they
+    have seen), whether the study has gold, their queue order."""
+    unfinished = (
+        Assignment.objects.filter(
+            study_id=OuterRef("study_id"), annotator_id=user_id, submitted_at__isnull=True
+        )
+        .exclude(Exists(LabelSight.objects.filter(user_id=user_id, unit_id=OuterRef("unit_id"))))
+        .order_by("id")
+    )
+    orders = QueueOrder.objects.filter(study_id=OuterRef("study_id"), annotator_id=user_id)
+    return (
+        Membership.objects.select_related("study__codebook")
+        .filter(user_id=user_id, study__slug=slug, role=Role.ANNOTATOR)
+        .annotate(
+            queue_unfinished=Subquery(unfinished.values("id")[:1]),
+            queue_has_gold=Exists(GoldItem.objects.filter(study_id=OuterRef("study_id"))),
+            **{
+                f"queue_order_{name}": Subquery(orders.order_by("pk").values(name)[:1])
+                for name in _ORDER_FIELDS
+            },
+        )
+        .order_by("pk")[:1]
+    )
+
+
+_SEAT_AND_QUEUE = CompiledRead(_seat_and_queue, user_id=int, slug=str)
+
+
+def _assignment_with_seat(assignment_id: int, user_id: int) -> QuerySet[Assignment]:
+    seat_of = Membership.objects.filter(
+        user_id=user_id, study_id=OuterRef("study_id"), role=Role.ANNOTATOR
+    ).order_by("pk")
+    return (
+        Assignment.objects.select_related("study__codebook", "unit")
+        .filter(pk=assignment_id)
+        .annotate(
+            seat_pseudonym=Subquery(seat_of.values("pseudonym")[:1]),
+            seat_paused_at=Subquery(seat_of.values("paused_at")[:1]),
+        )
+        .order_by("pk")[:1]
+    )
+
+
+_ASSIGNMENT_WITH_SEAT = CompiledRead(_assignment_with_seat, assignment_id=int, user_id=int)
+
+
 def study_seat_for_annotator(
     *, user: AbstractBaseUser | AnonymousUser, slug: str
 ) -> tuple[Study, AnnotatorSeat]:
@@ -152,13 +218,9 @@ def study_seat_for_annotator(
     (as :func:`_roles_and_seat` picks it) with the study and its codebook. Without one,
     the checks below decide the refusal, each on its own line."""
     if user.is_authenticated:
-        membership = (
-            Membership.objects.select_related("study__codebook")
-            .filter(user=user, study__slug=slug, role=Role.ANNOTATOR)
-            .order_by("pk")
-            .first()
-        )
-        if membership is not None:
+        seats = _SEAT_IN_STUDY.instances(user_id=user.pk, slug=slug)
+        if seats:
+            membership = seats[0]
             return membership.study, AnnotatorSeat(
                 pseudonym=membership.pseudonym, paused=membership.paused_at is not None
             )
@@ -173,6 +235,37 @@ def study_seat_for_annotator(
     if seat is None:
         _refuse(user, f"not an annotator of study {slug!r}", PermissionDenied)
     return study, seat
+
+
+def study_seat_and_queue_for_annotator(
+    *, user: AbstractBaseUser | AnonymousUser, slug: str
+) -> tuple[Study, AnnotatorSeat, QueueGlance | None]:
+    """:func:`study_seat_for_annotator` for the queue's next step: the same access rule,
+    with the caller's :class:`QueueGlance` read by the same statement (``None`` when that
+    read found no annotator seat and the checks decided: the queue then reads it
+    itself)."""
+    if user.is_authenticated:
+        seats = _SEAT_AND_QUEUE.instances(user_id=user.pk, slug=slug)
+        if seats:
+            membership = seats[0]
+            order = None
+            if membership.queue_order_pk is not None:
+                order = QueueOrder.from_db(
+                    "default",
+                    ["id", *_ORDER_FIELDS[1:]],
+                    [getattr(membership, f"queue_order_{name}") for name in _ORDER_FIELDS],
+                )
+            glance = QueueGlance(
+                unfinished_id=membership.queue_unfinished,
+                has_gold=bool(membership.queue_has_gold),
+                order=order,
+            )
+            seat = AnnotatorSeat(
+                pseudonym=membership.pseudonym, paused=membership.paused_at is not None
+            )
+            return membership.study, seat, glance
+    study, seat = study_seat_for_annotator(user=user, slug=slug)
+    return study, seat, None
 
 
 def assignment_get_for_annotator(
@@ -190,16 +283,13 @@ def assignment_seat_for_annotator(
     read in the same query: the assignment with its study, codebook and unit, and the
     caller's first annotator membership of its study (as :func:`_roles_and_seat` picks
     it), its pseudonym and pause as two index probes."""
-    rows = Assignment.objects.select_related("study__codebook", "unit").filter(pk=assignment_id)
     if user.is_authenticated:
-        seat_of = Membership.objects.filter(
-            user=user, study_id=OuterRef("study_id"), role=Role.ANNOTATOR
-        ).order_by("pk")
-        rows = rows.annotate(
-            seat_pseudonym=Subquery(seat_of.values("pseudonym")[:1]),
-            seat_paused_at=Subquery(seat_of.values("paused_at")[:1]),
+        found = _ASSIGNMENT_WITH_SEAT.instances(assignment_id=assignment_id, user_id=user.pk)
+    else:
+        found = list(
+            Assignment.objects.select_related("study__codebook", "unit").filter(pk=assignment_id)
         )
-    assignment = rows.first()
+    assignment = found[0] if found else None
     if assignment is None:
         _refuse(user, f"no assignment {assignment_id}", Http404)
     if not user.is_authenticated:

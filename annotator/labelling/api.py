@@ -26,7 +26,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -36,7 +36,7 @@ from annotator.access import (
     assignment_get_for_annotator,
     assignment_seat_for_annotator,
     study_get_for_annotator,
-    study_seat_for_annotator,
+    study_seat_and_queue_for_annotator,
 )
 from annotator.filters import (
     AssignmentFilter,
@@ -68,6 +68,7 @@ from annotator.labelling.throttling import SubmitThrottle
 from audit.archive.models import CodebookUnit
 from audit.archive.records import UnitContent
 from config.api import StrictCharField
+from config.authentication import TokenAuthentication
 
 INVALID_IF_MATCH = "invalid_if_match"
 IF_MATCH_REQUIRED = "if_match_required"
@@ -469,10 +470,13 @@ class AssignmentNextApi(AnnotatorApi):
     def post(self, request: Request, slug: str) -> Response:
         """Your next unit: 201 when a new one is handed out, 200 when your unfinished
         assignment comes back (it does until it is submitted), 204 when nothing is left."""
-        # The membership read of the access check says whether they are paused too.
-        study, seat = study_seat_for_annotator(user=request.user, slug=slug)
+        # The membership read of the access check says whether they are paused too, and
+        # what the queue needs to know of them (one statement instead of four).
+        study, seat, glance = study_seat_and_queue_for_annotator(user=request.user, slug=slug)
         try:
-            handed = assignment_handed(study=study, annotator=request.user, paused=seat.paused)
+            handed = assignment_handed(
+                study=study, annotator=request.user, paused=seat.paused, glance=glance
+            )
         except AnnotationError as exc:  # paused, or the qualification set stands in the way
             return _error(exc, status.HTTP_403_FORBIDDEN)
         assignment = handed.assignment

@@ -8,12 +8,20 @@ from typing import Any
 
 from django.db.models import Count, Min, Q
 
-from annotator.labelling.models import Assignment, Draft, Label, LabelKind, OutcomeWaiting
+from annotator.labelling.models import (
+    Assignment,
+    Draft,
+    Label,
+    LabelKind,
+    OutcomeWaiting,
+    QueueOrder,
+)
 from audit.archive.models import Study
 from audit.archive.records import UnitContent, record_build, unit_content
 from audit.contract.sides import sides_of
 
 __all__ = [
+    "QueueGlance",
     "UnitContent",
     "annotator_progress",
     "assignments_of",
@@ -26,6 +34,18 @@ __all__ = [
     "pair_sides_of",
     "unit_content",
 ]
+
+
+@dataclass(frozen=True)
+class QueueGlance:
+    """What the queue's next step needs to know of an annotator in a study, read with
+    their seat by the API's access check (one statement instead of four): their first
+    unfinished assignment's id (not on a unit whose labels they have seen), whether the
+    study has gold units, and their queue order (``None`` before their first unit)."""
+
+    unfinished_id: int | None
+    has_gold: bool
+    order: QueueOrder | None
 
 
 def label_kind_of(assignment: Assignment) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
@@ -33,13 +33,14 @@ from annotator.labelling.order import (
     order_parameters,
 )
 from annotator.labelling.selectors import (
+    QueueGlance,
     UnitContent,
     label_kind_of,
     pair_sides_of,
     unit_content,
 )
 from annotator.memberships.services import pseudonym_of_user_id
-from annotator.quality.models import KeptDraft
+from annotator.quality.models import GoldItem, KeptDraft
 from annotator.quality.scoring import gold_due
 from annotator.quality.selectors import (
     annotator_paused,
@@ -47,11 +48,11 @@ from annotator.quality.selectors import (
     plan_of,
     qualification_of,
     served_of,
-    study_has_gold,
 )
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, record_build, unit_contents_of
 from audit.archive.selectors import codebook_registry_of
+from audit.compiled import CompiledInsert, CompiledRead, fetched_together
 from audit.contract import check_record
 from audit.contract.canonical import canonical_json
 from audit.contract.codebook import Codebook, reasons_missing
@@ -250,9 +251,9 @@ def labels_seen_by(*, user_id: int, unit_id: int) -> bool:
 
 def _queue_order(*, study: Study, annotator: AbstractBaseUser) -> QueueOrder:
     """The annotator's recorded order in the study, drawn (with its keys) the first time."""
-    order = QueueOrder.objects.filter(study=study, annotator=annotator).first()
-    if order is not None:
-        return order
+    found = _ORDER.instances(study_id=study.pk, annotator_id=annotator.pk)
+    if found:
+        return found[0]
     try:
         with transaction.atomic():
             seed, _ = QueueSeed.objects.get_or_create(study=study)
@@ -386,6 +387,58 @@ def _fresh_position(
     return (row[0], row[1], bool(row[2])) if row else None
 
 
+# The labelling loop's hot reads, compiled by the ORM once per process (audit.compiled):
+# compiling them cost more CPU than running them (docs/benchmarks.md, "fourth round").
+_UNIT_ROW = CompiledRead(
+    lambda unit_id: Unit.objects.filter(pk=unit_id).values(*UNIT_VALUES), unit_id=int
+)
+_UNFINISHED = CompiledRead(
+    lambda study_id, annotator_id: (
+        Assignment.objects.filter(
+            study_id=study_id, annotator_id=annotator_id, submitted_at__isnull=True
+        )
+        .exclude(Exists(LabelSight.objects.filter(user_id=annotator_id, unit=OuterRef("unit_id"))))
+        .order_by("id")[:1]
+    ),
+    study_id=int,
+    annotator_id=int,
+)
+_ORDER = CompiledRead(
+    lambda study_id, annotator_id: QueueOrder.objects.filter(
+        study_id=study_id, annotator_id=annotator_id
+    ).order_by("pk")[:1],
+    study_id=int,
+    annotator_id=int,
+)
+_HAS_GOLD = CompiledRead(
+    lambda study_id: GoldItem.objects.filter(study_id=study_id).values_list("pk")[:1],
+    study_id=int,
+)
+# Serializes submissions on the assignment (PostgreSQL row lock), and reads in the same
+# statement whether its annotator has been shown the unit's labels.
+_LOCK_AND_SEEN = CompiledRead(
+    lambda assignment_id, annotator_id, unit_id: (
+        Assignment.objects.select_for_update(of=("self",))
+        .filter(pk=assignment_id)
+        .annotate(seen=Exists(LabelSight.objects.filter(user_id=annotator_id, unit_id=unit_id)))
+        .order_by("pk")
+        .values_list("seen")[:1]
+    ),
+    assignment_id=int,
+    annotator_id=int,
+    unit_id=int,
+)
+_REPLAY_AND_HEAD = CompiledRead(
+    lambda annotator_id, submission_id, unit_id, kind: Label.objects.filter(
+        annotator_id=annotator_id
+    ).filter(Q(client_submission_id=submission_id) | Q(unit_id=unit_id, kind=kind)),
+    annotator_id=int,
+    submission_id=uuid.UUID,
+    unit_id=int,
+    kind=str,
+)
+
+
 def handed_unit_content(*, study: Study, unit_id: int) -> UnitContent:
     """The content of a unit of ``study`` (``study.codebook`` loaded), exactly what
     ``unit_content`` gives, read for the labelling loop's two hot answers: only the
@@ -395,7 +448,10 @@ def handed_unit_content(*, study: Study, unit_id: int) -> UnitContent:
     than to run, twice per next + submit (docs/benchmarks.md, "third round")."""
     if study.codebook.unit == CodebookUnit.ANSWER_PAIR:
         return unit_content(unit=Unit(pk=unit_id))
-    rows = list(Unit.objects.filter(pk=unit_id).values(*UNIT_VALUES))
+    return _unit_content_of_row(study, unit_id, _UNIT_ROW.dicts(unit_id=unit_id))
+
+
+def _unit_content_of_row(study: Study, unit_id: int, rows: list[dict[str, Any]]) -> UnitContent:
     if not rows:
         raise Unit.DoesNotExist(f"no unit {unit_id}")
     return unit_contents_of(study=study, units=rows)[unit_id]
@@ -416,7 +472,11 @@ def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment 
 
 
 def assignment_handed(
-    *, study: Study, annotator: AbstractBaseUser, paused: bool | None = None
+    *,
+    study: Study,
+    annotator: AbstractBaseUser,
+    paused: bool | None = None,
+    glance: QueueGlance | None = None,
 ) -> Handed:
     """The annotator's next unit: an unfinished assignment first, otherwise a unit with a
     free slot that this annotator has never had, in the annotator's own seeded order.
@@ -451,7 +511,9 @@ def assignment_handed(
     each walk carries a NOT EXISTS anti-join on the (user, unit) index.
 
     ``paused``: whether a researcher paused this annotator, when the caller has just read
-    it with their membership (the API's access check); ``None`` reads it here.
+    it with their membership (the API's access check); ``None`` reads it here. ``glance``:
+    their unfinished assignment's id, whether the study has gold and their order, read
+    with it (:class:`QueueGlance`); ``None`` reads them here.
     """
     if paused is None:
         paused = annotator_paused(study=study, annotator=annotator)
@@ -460,18 +522,20 @@ def assignment_handed(
             f"Your annotation in study {study.slug} is paused by its researcher: no new "
             "item is handed out until they resume you. Your drafts are kept."
         )
-    unfinished = (
-        Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
-        .exclude(Exists(LabelSight.objects.filter(user=annotator, unit=OuterRef("unit_id"))))
-        .order_by("id")
-        .first()
+    unfinished = []
+    if glance is None or glance.unfinished_id is not None:
+        # Read (again) as it stands now: the glance only says whether there is one.
+        unfinished = _UNFINISHED.instances(study_id=study.pk, annotator_id=annotator.pk)
+    if unfinished:
+        return Handed(unfinished[0], new=False)
+    gold, has_gold = _gold_turn(
+        study=study, annotator=annotator, has_gold=None if glance is None else glance.has_gold
     )
-    if unfinished is not None:
-        return Handed(unfinished, new=False)
-    gold, has_gold = _gold_turn(study=study, annotator=annotator)
     if gold is not None:
         return Handed(gold, new=True)
-    order = _queue_order(study=study, annotator=annotator)
+    order = glance.order if glance is not None and glance.order is not None else None
+    if order is None:
+        order = _queue_order(study=study, annotator=annotator)
     with transaction.atomic():
         started = _started_unit(study=study, annotator=annotator, order=order)
         if started is not None:
@@ -509,13 +573,17 @@ def _assignment_take(
     return assignment
 
 
-def _gold_turn(*, study: Study, annotator: AbstractBaseUser) -> tuple[Assignment | None, bool]:
+def _gold_turn(
+    *, study: Study, annotator: AbstractBaseUser, has_gold: bool | None = None
+) -> tuple[Assignment | None, bool]:
     """A gold assignment when the study's quality plan asks for one now (a qualification
     unit while the qualification set is unfinished, else a gold unit at the study's gold
     rate), with whether the study has gold units at all (then the regular walk must skip
     the units this annotator holds as gold). Refuses real units to an annotator who
     failed the qualification set."""
-    if not study_has_gold(study=study):
+    if has_gold is None:  # not read with the caller's seat: study_has_gold, compiled once
+        has_gold = bool(_HAS_GOLD.tuples(study_id=study.pk))
+    if not has_gold:
         return None, False
     plan = plan_of(study=study)
     if not plan.gold_rate and not plan.qualification_size:
@@ -604,84 +672,101 @@ def _assignment_create(
     moment would take the same number: the unique constraint refuses the later one, which
     then counts again (after the first has committed)."""
     left = pair_left_is_evaluated_draw(study=study, annotator_id=annotator.pk, unit_id=unit_id)
-    # The number is counted by the INSERT itself (the last one, read on the unique
-    # (study, annotator, number) index, plus one): no separate read.
-    last = (
-        Assignment.objects.filter(study=study, annotator=annotator)
-        .order_by("-number")
-        .values("number")[:1]
-    )
-    for attempt in range(3):
+    for _attempt in range(3):
         assignment = Assignment(
             study=study,
             unit_id=unit_id,
             annotator=annotator,
-            number=Coalesce(Subquery(last), Value(0)) + Value(1),
             gold=gold,
             pair_left_is_evaluated=left,
         )
+        if connection.vendor == "postgresql":
+            if _assignment_insert(assignment, counted=counted, cursor=cursor):
+                return assignment
+            continue  # the number was taken: count again
+        # The number is counted by the INSERT itself (the last one, read on the unique
+        # (study, annotator, number) index, plus one): no separate read.
+        last = (
+            Assignment.objects.filter(study=study, annotator=annotator)
+            .order_by("-number")
+            .values("number")[:1]
+        )
+        assignment.number = Coalesce(Subquery(last), Value(0)) + Value(1)
         try:
             with transaction.atomic():
-                _assignment_insert(assignment, counted=counted, cursor=cursor)
+                _assignment_save(assignment, counted=counted, cursor=cursor)
         except IntegrityError:
-            if attempt == 2:
-                raise
             continue
         # The expression is not the number: left deferred, read if someone asks for it.
         del assignment.__dict__["number"]
         return assignment
-    raise AssertionError("unreachable")
+    raise IntegrityError(
+        f"no free number for a slot of annotator {annotator.pk} in study {study.pk}"
+    )
 
 
-def _compiled_insert(obj: Any) -> tuple[str, list[Any]]:
-    """The INSERT of ``obj`` as the ORM compiles it (each field's pre-save and database
-    value: the JSON adapters, created_at), returning its id: the first CTE of a write
-    done in one statement."""
-    model = type(obj)
-    insert = InsertQuery(model)
-    insert.insert_values([f for f in model._meta.concrete_fields if not f.primary_key], [obj])
-    compiler = insert.get_compiler(connection=connection)
-    compiler.returning_fields = [model._meta.pk]
-    [(sql, params)] = compiler.as_sql()
-    return sql, list(params)
+# The two writes of the loop's statements, compiled by the ORM once per process
+# (audit.compiled): each call computes only its row's values.
+_ASSIGNMENT_INSERT = CompiledInsert(Assignment)
+_LABEL_INSERT = CompiledInsert(Label)
+
+
+def _assignment_save(
+    assignment: Assignment, *, counted: bool, cursor: tuple[QueueOrder, int] | None
+) -> None:
+    """The slot's three writes through the ORM (SQLite)."""
+    assignment.save(force_insert=True)
+    if counted:
+        Unit.objects.filter(pk=assignment.unit_id).update(assigned_count=F("assigned_count") + 1)
+    if cursor is not None:
+        QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
 
 
 def _assignment_insert(
     assignment: Assignment, *, counted: bool, cursor: tuple[QueueOrder, int] | None
-) -> None:
-    """The slot's writes: on PostgreSQL one statement (the ORM's INSERT, the unit's count
-    and the order's cursor as data-modifying CTEs), elsewhere three."""
-    if connection.vendor != "postgresql":
-        assignment.save(force_insert=True)
-        if counted:
-            Unit.objects.filter(pk=assignment.unit_id).update(
-                assigned_count=F("assigned_count") + 1
-            )
-        if cursor is not None:
-            QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
-        return
-    insert_sql, params = _compiled_insert(assignment)
+) -> bool:
+    """The slot's writes on PostgreSQL, in one statement: the ORM's INSERT (its number
+    counted by the statement: the last one, read on the unique (study, annotator, number)
+    index, plus one), the unit's count and the order's cursor as data-modifying CTEs.
+    ``False`` when a unique constraint refused the slot: then nothing was written (each
+    UPDATE waits for the slot), and the transaction goes on without a savepoint."""
     quote = connection.ops.quote_name
+    table = quote(Assignment._meta.db_table)
+    number = (
+        f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {table} "  # noqa: S608 (table name only)
+        "WHERE study_id = %s AND annotator_id = %s)",
+        [assignment.study_id, assignment.annotator_id],
+    )
+    insert_sql, params = _ASSIGNMENT_INSERT.sql_and_params(assignment, stand_in={"number": number})
+    head, returning, tail = insert_sql.rpartition(" RETURNING ")
+    insert_sql = f"{head} ON CONFLICT DO NOTHING{returning}{tail}"
     ctes = [f"slot AS ({insert_sql})"]
     if counted:
         ctes.append(
             f"counted AS (UPDATE {quote(Unit._meta.db_table)} "  # noqa: S608
-            "SET assigned_count = assigned_count + 1 WHERE id = %s)"
+            "SET assigned_count = assigned_count + 1 "
+            "WHERE id = %s AND EXISTS (SELECT 1 FROM slot))"
         )
         params.append(assignment.unit_id)
     if cursor is not None:
         ctes.append(
             f"walked AS (UPDATE {quote(QueueOrder._meta.db_table)} "  # noqa: S608
-            f"SET {quote('cursor')} = %s WHERE id = %s)"
+            f"SET {quote('cursor')} = %s WHERE id = %s AND EXISTS (SELECT 1 FROM slot))"
         )
         params += [cursor[1], cursor[0].pk]
     # Only table names from the models and the ORM's own INSERT are interpolated.
     sql = f"WITH {', '.join(ctes)} SELECT id FROM slot"  # noqa: S608
     with connection.cursor() as db:
         db.execute(sql, params)
-        assignment.pk = db.fetchone()[0]
+        row = db.fetchone()
+    if row is None:
+        return False
+    assignment.pk = row[0]
     assignment._state.adding = False
     assignment._state.db = connection.alias
+    # The number was counted by the statement: left deferred, read if someone asks for it.
+    assignment.__dict__.pop("number", None)
+    return True
 
 
 # --- drafts ---------------------------------------------------------------------------
@@ -858,16 +943,24 @@ def _study_of(assignment: Assignment) -> Study:
     return Study.objects.select_related("codebook").get(pk=assignment.study_id)
 
 
-def _replay_and_head(
-    assignment: Assignment, submission_id: uuid.UUID
+def _replay_and_head_values(assignment: Assignment, submission_id: uuid.UUID) -> dict[str, Any]:
+    """What :data:`_REPLAY_AND_HEAD` reads in one query: the label this submission id
+    already made (on any assignment of this person), and the person's revisions on this
+    assignment's unit (of the assignment's kind: independent, or gold for a unit handed
+    out for scoring)."""
+    return {
+        "annotator_id": assignment.annotator_id,
+        "submission_id": submission_id,
+        "unit_id": assignment.unit_id,
+        "kind": str(label_kind_of(assignment)),
+    }
+
+
+def _replay_and_head_of(
+    assignment: Assignment, submission_id: uuid.UUID, rows: list[Label]
 ) -> tuple[Label | None, Label | None]:
-    """In one query: the label this submission id already made (on any assignment of
-    this person), and the person's latest revision on this assignment's unit (of the
-    assignment's kind: independent, or gold for a unit handed out for scoring)."""
+    """The replayed label and the latest revision among :data:`_REPLAY_AND_HEAD`'s rows."""
     kind = label_kind_of(assignment)
-    rows = Label.objects.filter(annotator_id=assignment.annotator_id).filter(
-        Q(client_submission_id=submission_id) | Q(unit_id=assignment.unit_id, kind=kind)
-    )
     replay = head = None
     for label in rows:
         if label.client_submission_id == submission_id:
@@ -950,22 +1043,29 @@ def _label_store(
 ) -> Submission:
     """:func:`label_submit`'s transaction."""
     with transaction.atomic():
-        # Serializes submissions on this assignment (PostgreSQL row lock), and reads in the
-        # same statement whether this person has been shown the unit's labels.
-        seen = (
-            Assignment.objects.select_for_update(of=("self",))
-            .filter(pk=assignment.pk)
-            .annotate(
-                seen=Exists(
-                    LabelSight.objects.filter(
-                        user_id=assignment.annotator_id, unit_id=assignment.unit_id
-                    )
-                )
-            )
-            .values_list("seen", flat=True)
-            .first()
+        # The lock (and whether the labels were seen), then the replay and head, then the
+        # unit's content: three statements in one round trip (audit.compiled), the second
+        # and third run once the lock is held, each with its own snapshot.
+        pair = study.codebook.unit == CodebookUnit.ANSWER_PAIR
+        reads: list[tuple[CompiledRead, dict[str, Any]]] = [
+            (
+                _LOCK_AND_SEEN,
+                {
+                    "assignment_id": assignment.pk,
+                    "annotator_id": assignment.annotator_id,
+                    "unit_id": assignment.unit_id,
+                },
+            ),
+            (_REPLAY_AND_HEAD, _replay_and_head_values(assignment, submission_id)),
+        ]
+        if not pair:  # an answer pair's content reads its baseline too (unit_content)
+            reads.append((_UNIT_ROW, {"unit_id": assignment.unit_id}))
+        locked, labels, *units = fetched_together(*reads)
+        locked = _LOCK_AND_SEEN.tuples_of(locked)
+        seen = locked[0][0] if locked else None
+        replay, head = _replay_and_head_of(
+            assignment, submission_id, _REPLAY_AND_HEAD.instances_of(labels)
         )
-        replay, head = _replay_and_head(assignment, submission_id)
         if replay is not None:
             return _replayed(replay, assignment)
         if seen is None or seen:  # a slot is only taken back once its labels were seen
@@ -982,7 +1082,10 @@ def _label_store(
                 f"the submission names {parent_digest or 'none'}",
                 head=head,
             )
-        content = handed_unit_content(study=study, unit_id=assignment.unit_id)
+        if pair:
+            content = handed_unit_content(study=study, unit_id=assignment.unit_id)
+        else:
+            content = _unit_content_of_row(study, assignment.unit_id, _UNIT_ROW.dicts_of(units[0]))
         if content.codebook_unit == CodebookUnit.ANSWER_PAIR:
             annotation = pair_annotation_stored(
                 study=study, assignment=assignment, content=content, annotation=annotation
@@ -1046,8 +1149,13 @@ def _label_store(
         except IntegrityError:
             raise _LabelInsertLost(head) from None
         if not assignment.gold:
-            # Its outcome is appended by a job that takes every waiting label of the study.
-            queue_job_once(OUTCOMES_PROCESS, study.pk)
+            # Its outcome is appended by a job that takes every waiting label of the study,
+            # started OUTCOMES_DELAY_SECONDS later so that a batch gathers meanwhile.
+            queue_job_once(
+                OUTCOMES_PROCESS,
+                study.pk,
+                delay=float(getattr(settings, "OUTCOMES_DELAY_SECONDS", 0)),
+            )
     return Submission(label=label, replayed=False)
 
 
@@ -1078,7 +1186,7 @@ def _label_write(label: Label, *, first: bool, gold: bool) -> None:
                 label=label, study_id=label.study_id, created_at=label.created_at
             )
         return
-    insert_sql, params = _compiled_insert(label)
+    insert_sql, params = _LABEL_INSERT.sql_and_params(label)
     quote = connection.ops.quote_name
     ctes = [f"label AS ({insert_sql})"]
     if first:

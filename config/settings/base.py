@@ -199,7 +199,7 @@ CACHES = {
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate makes an anonymous request 401 (not 403) everywhere.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "config.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Every refusal {reason, message}; invalid body fields in DRF's shape (config.api).
@@ -271,6 +271,10 @@ RELIABILITY_BOOTSTRAP = int(os.environ.get("RELIABILITY_BOOTSTRAP", "1000"))
 # Seconds between new outcomes and the report, gate and outcome-count refreshes they
 # ask for (coalesced per study: at most one run per this many seconds while people label).
 REFRESH_DELAY_SECONDS = float(os.environ.get("REFRESH_DELAY_SECONDS", "10"))
+# Seconds between a submission and the outcomes job it queues (coalesced per study): the
+# job then takes every label submitted meanwhile in one batch, whose cost per label falls
+# with its size (docs/benchmarks.md, "fourth round").
+OUTCOMES_DELAY_SECONDS = float(os.environ.get("OUTCOMES_DELAY_SECONDS", "0.5"))
 # Failure drills only (tests): seconds a job waits before working, to kill a worker in it.
 CLAIMGATE_JOB_DELAY_SECONDS = float(os.environ.get("CLAIMGATE_JOB_DELAY_SECONDS", "0"))
 

@@ -17,3 +17,4 @@ AXES_ENABLED = False
 # Refreshes follow outcomes at once, so that tests wait for nothing (the delay itself is
 # tested in tests/ledger/test_outcome_batches.py).
 REFRESH_DELAY_SECONDS = float(os.environ.get("REFRESH_DELAY_SECONDS", "0"))
+OUTCOMES_DELAY_SECONDS = float(os.environ.get("OUTCOMES_DELAY_SECONDS", "0"))

@@ -124,6 +124,47 @@ def test_concurrent_requests_never_share_the_last_slot():
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
+def test_one_annotators_requests_at_the_same_moment_each_take_their_own_number():
+    """Several tabs of one annotator ask at once (k = 1, so each walk locks its own unit):
+    they count the same next number, the unique constraint refuses all but one slot, the
+    others write nothing (neither the unit's count nor the order's cursor) and count
+    again."""
+    study = make_study("tabs", "source-risk-1.0.0", "source-risk.jsonl", overlap=1)
+    person = add_people(study)["ann_a"]
+    assignment_next(study=study, annotator=person)  # draws the order once
+    Assignment.objects.filter(study=study).delete()
+    Unit.objects.filter(study=study).update(assigned_count=0)
+    tabs = 3  # each may count again twice: the third attempt is the last
+    barrier = threading.Barrier(tabs)
+    errors = []
+
+    def take():
+        from annotator.labelling.services import _assignment_create
+
+        try:
+            unit = Unit.objects.filter(study=study).order_by("pk")[barrier.wait()]
+            _assignment_create(study=study, unit_id=unit.pk, annotator=person, counted=True)
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=take) for _ in range(tabs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    numbers = sorted(Assignment.objects.filter(study=study).values_list("number", flat=True))
+    assert numbers == list(range(1, tabs + 1))
+    counted = dict(Unit.objects.filter(study=study).values_list("pk", "assigned_count"))
+    held = Assignment.objects.filter(study=study).values_list("unit_id", flat=True)
+    assert counted == {pk: int(pk in set(held)) for pk in counted}
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
 def test_a_unit_referenced_by_an_open_transaction_is_still_handed_out():
     """Drawing an order inserts a row per unit, whose foreign-key check key-share locks
     every unit (at commit, the constraints being deferred; made immediate here so that the

@@ -192,3 +192,26 @@ def test_refreshes_after_outcomes_wait_and_run_once_per_delay(monkeypatch, setti
         )
     ]
     assert [name for name, _ in sent].count(queueing.OUTCOMES_PROCESS) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submission_queues_its_outcomes_job_to_start_after_the_delay(monkeypatch, settings):
+    """The outcomes job starts OUTCOMES_DELAY_SECONDS after the submission that queued
+    it, so that the submissions meanwhile join its batch; they queue nothing more."""
+    study = make_study("gather", "source-risk-1.0.0", "source-risk.jsonl", overlap=2)
+    people = add_people(study)
+    settings.OUTCOMES_DELAY_SECONDS = 0.5
+    sent = []
+    monkeypatch.setitem(current_app.conf, "task_always_eager", False)
+    monkeypatch.setattr(
+        current_app, "send_task", lambda name, **options: sent.append((name, options))
+    )
+
+    for name in ("ann_a", "ann_b", "ann_c"):
+        with transaction.atomic():
+            submit(study, people[name])
+
+    assert sent == [
+        (queueing.OUTCOMES_PROCESS, {"args": (study.pk,), "retry": False, "countdown": 0.5})
+    ]
+    assert outcomes_process_job.run(study.pk) == 3
