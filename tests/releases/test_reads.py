@@ -104,34 +104,28 @@ def test_outside_a_transaction_the_read_has_its_own_connection(committed, tmp_pa
     assert fast.files["records.jsonl"]["bytes"] > 0
 
 
+def _stored_chunks(study) -> list:
+    return list(
+        selectors.tuple_chunks_raw(
+            study_id=study.pk,
+            codebook_unit=study.codebook.unit,
+            exclude_test=False,
+            chunk=2,
+            label_cutoff=10**12,
+            ledger_cutoff=10**12,
+            stored=True,
+        )
+    )
+
+
 def test_the_stored_read_gives_the_same_units_and_labels_and_each_units_texts(db, releases_root):
     study = labelled_study().study
     ids = list(Unit.objects.filter(study=study).values_list("id", flat=True))
-    missing = list(
-        selectors.tuple_chunks_raw(
-            study_id=study.pk,
-            codebook_unit=study.codebook.unit,
-            exclude_test=False,
-            chunk=2,
-            label_cutoff=10**12,
-            ledger_cutoff=10**12,
-            stored=True,
-        )
-    )
+    missing = _stored_chunks(study)
     assert all(texts is None for _, chunk, _ in missing for texts in chunk.values())
     stored = unit_record_texts_store(study=study, unit_ids=ids)
 
-    chunks = list(
-        selectors.tuple_chunks_raw(
-            study_id=study.pk,
-            codebook_unit=study.codebook.unit,
-            exclude_test=False,
-            chunk=2,
-            label_cutoff=10**12,
-            ledger_cutoff=10**12,
-            stored=True,
-        )
-    )
+    chunks = _stored_chunks(study)
     joined = _raw(study, exclude_test=False)
 
     assert [units for units, _, _ in chunks] == [units for units, _, _ in joined]
