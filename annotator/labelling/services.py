@@ -10,7 +10,19 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Exists,
+    F,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -239,7 +251,30 @@ def _slots_release_seen(*, user: AbstractBaseUser) -> None:
         Draft.objects.filter(assignment_id=pk).delete()
         Assignment.objects.filter(pk=pk).delete()
         if not gold:  # a gold assignment never took a slot
-            Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") - 1)
+            slot_release(unit_id=unit_id, annotator_id=user.pk)
+
+
+def slot_release(*, unit_id: int, annotator_id: int) -> None:
+    """The unit's side of a counted slot given up (its assignment already deleted, in the
+    same transaction): one fewer taken, and a holder hint naming ``annotator_id`` moved to
+    another holder of a counted slot, or null (audit.archive.models.Unit.holder). Another
+    annotator taking a slot at the same moment waits on the unit's row; a hint that
+    misses them is null, which the walk reads (only a hint naming a non-holder is
+    wrong)."""
+    another = (
+        Assignment.objects.filter(unit_id=OuterRef("pk"), gold=False)
+        .exclude(annotator_id=annotator_id)
+        .order_by("annotator_id")
+        .values("annotator_id")[:1]
+    )
+    Unit.objects.filter(pk=unit_id).update(
+        assigned_count=F("assigned_count") - 1,
+        holder=Case(
+            When(holder=annotator_id, then=Subquery(another)),
+            default=F("holder"),
+            output_field=BigIntegerField(),
+        ),
+    )
 
 
 def labels_seen_by(*, user_id: int, unit_id: int) -> bool:
@@ -322,16 +357,25 @@ def _started_unit(
 ) -> tuple[int, bool] | None:
     """A unit that others hold and that still has a free slot, first in this annotator's
     order, as (its id, whether a draft of theirs on it was kept when they were paused):
-    read from the ``unit_queue`` index over the counts 1 … k-1 (the units
-    being labelled now, few), each probing its key in the annotator's order on the unique
-    (order, unit) index. Locked FOR NO KEY UPDATE SKIP LOCKED on PostgreSQL."""
+    read from the ``unit_held`` index over the counts 1 … k-1 (the units being labelled
+    now) whose holder hint is not this annotator: the units they hold alone are not
+    visited (a hint naming them means they hold the unit), each probing its key in the
+    annotator's order on the unique (order, unit) index. Locked FOR NO KEY UPDATE SKIP
+    LOCKED on PostgreSQL."""
     if study.overlap < 2:
         return None
     t = _tables()
+    # Each count its own equality (an IN list): then the hint's two ranges (a null hint
+    # read as 0, below every user's id) bound the scans of ``unit_held``, as its
+    # expression, rather than being tested on every entry of a range of counts. No
+    # "count >= 1" beside the list: implied by it (so the partial index applies), it
+    # would only halve the planner's estimate of the ``unit_queue`` scan instead.
+    counts = list(range(1, study.overlap))
     sql = (
         f"SELECT u.id, EXISTS (SELECT 1 FROM {t['kept']} k "  # noqa: S608 (table names only)
         f"WHERE k.annotator_id = %s AND k.unit_id = u.id) FROM {t['unit']} u "
-        "WHERE u.study_id = %s AND u.assigned_count >= 1 AND u.assigned_count < %s "
+        f"WHERE u.study_id = %s AND u.assigned_count IN ({', '.join(['%s'] * len(counts))}) "
+        "AND (COALESCE(u.holder, 0) < %s OR COALESCE(u.holder, 0) > %s) "
         f"AND NOT EXISTS(SELECT 1 FROM {t['sight']} s WHERE s.user_id = %s AND s.unit_id = u.id) "
         f"AND NOT EXISTS(SELECT 1 FROM {t['assignment']} a "
         "WHERE a.annotator_id = %s AND a.unit_id = u.id) "
@@ -341,7 +385,17 @@ def _started_unit(
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            sql, [annotator.pk, study.pk, study.overlap, annotator.pk, annotator.pk, order.pk]
+            sql,
+            [
+                annotator.pk,
+                study.pk,
+                *counts,
+                annotator.pk,  # the hint's two ranges
+                annotator.pk,
+                annotator.pk,  # the blinding anti-join
+                annotator.pk,  # their own assignments
+                order.pk,
+            ],
         )
         row = cursor.fetchone()
     return (row[0], bool(row[1])) if row else None
@@ -668,7 +722,8 @@ def _assignment_create(
     """The slot, numbered next in this annotator's own queue of the study (and, on an
     answer pair, the order of its two answers for them); ``counted``: the unit's
     ``assigned_count`` goes up by one (a slot taken; a gold one takes none); ``cursor``:
-    the order's cursor moves to the unit's key. Two of their tabs asking at the same
+    the order's cursor moves to the unit's key; a counted slot names its annotator as the
+    unit's holder hint where it has none. Two of their tabs asking at the same
     moment would take the same number: the unique constraint refuses the later one, which
     then counts again (after the first has committed)."""
     left = pair_left_is_evaluated_draw(study=study, annotator_id=annotator.pk, unit_id=unit_id)
@@ -717,7 +772,10 @@ def _assignment_save(
     """The slot's three writes through the ORM (SQLite)."""
     assignment.save(force_insert=True)
     if counted:
-        Unit.objects.filter(pk=assignment.unit_id).update(assigned_count=F("assigned_count") + 1)
+        Unit.objects.filter(pk=assignment.unit_id).update(
+            assigned_count=F("assigned_count") + 1,
+            holder=Coalesce(F("holder"), Value(assignment.annotator_id)),
+        )
     if cursor is not None:
         QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
 
@@ -744,10 +802,10 @@ def _assignment_insert(
     if counted:
         ctes.append(
             f"counted AS (UPDATE {quote(Unit._meta.db_table)} "  # noqa: S608
-            "SET assigned_count = assigned_count + 1 "
+            "SET assigned_count = assigned_count + 1, holder = COALESCE(holder, %s) "
             "WHERE id = %s AND EXISTS (SELECT 1 FROM slot))"
         )
-        params.append(assignment.unit_id)
+        params += [assignment.annotator_id, assignment.unit_id]
     if cursor is not None:
         ctes.append(
             f"walked AS (UPDATE {quote(QueueOrder._meta.db_table)} "  # noqa: S608

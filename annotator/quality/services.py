@@ -11,11 +11,11 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from annotator.errors import AnnotationError
 from annotator.labelling.models import Assignment, Draft, Label, LabelKind
+from annotator.labelling.services import slot_release
 from annotator.memberships.models import Membership, Role
 from annotator.quality.models import GoldItem, GoldSource, KeptDraft, QualityPlan, QualitySummary
 from annotator.quality.scoring import key_of, key_problem, values_of
@@ -331,7 +331,7 @@ def annotator_pause(*, study: Study, annotator: AbstractBaseUser) -> int:
                 draft.delete()
             Assignment.objects.filter(pk=pk).delete()
             if not gold:
-                Unit.objects.filter(pk=unit_id).update(assigned_count=F("assigned_count") - 1)
+                slot_release(unit_id=unit_id, annotator_id=annotator.pk)
     return len(open_ones)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 
 DIGEST_LENGTH = 64
 
@@ -320,6 +321,13 @@ class Unit(models.Model):
     )
     digest = models.CharField(max_length=DIGEST_LENGTH)
     assigned_count = models.PositiveSmallIntegerField(default=0)
+    #: A hint for the queue's started-unit walk: the user id of one annotator holding a
+    #: counted slot on the unit, or null (nobody, or not known). Set by the slot's write
+    #: when it is null, moved to another holder (or null) when the slot it names is
+    #: released (annotator.labelling.services). Sound in one direction only: a hint
+    #: naming someone means they hold the unit, so the walk leaves those units out on an
+    #: index without visiting them; a null hint only costs a visit.
+    holder = models.BigIntegerField(null=True, blank=True, editable=False)
     submitted_count = models.PositiveSmallIntegerField(default=0)
     state = models.CharField(max_length=20, choices=UnitState.choices, default=UnitState.OPEN)
     priority = models.FloatField(
@@ -344,6 +352,17 @@ class Unit(models.Model):
         ]
         indexes = [
             models.Index(fields=["study", "assigned_count", "id"], name="unit_queue"),
+            # The started-unit walk: the units someone holds, by count and holder hint,
+            # so that one's own are skipped on the index (annotator.labelling.services).
+            # A null hint read as 0 (no user's id): the walk's two ranges (below and above
+            # the asking annotator) then take it, and each is a bound of the index scan.
+            models.Index(
+                F("study"),
+                F("assigned_count"),
+                Coalesce(F("holder"), Value(0)),
+                name="unit_held",
+                condition=Q(assigned_count__gte=1),
+            ),
             # Adjudication queue and counts by state: the disputed, agreed and adjudicated
             # units of a study without reading its open ones.
             models.Index(fields=["study", "state"], name="unit_study_state"),

@@ -6,7 +6,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 
 from annotator.labelling.models import Assignment
 from annotator.labelling.services import pair_left_is_evaluated_draw
@@ -78,5 +79,7 @@ def assign(unit: Unit, user: Any) -> Assignment:
             study=unit.study, annotator_id=user.pk, unit_id=unit.pk
         ),
     )
-    Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+    Unit.objects.filter(pk=unit.pk).update(
+        assigned_count=F("assigned_count") + 1, holder=Coalesce(F("holder"), Value(user.pk))
+    )
     return assignment

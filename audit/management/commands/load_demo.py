@@ -11,7 +11,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 
 from annotator.adjudication.services import outcomes_process
 from annotator.labelling.models import Assignment, Label
@@ -229,7 +230,10 @@ def seed_protocol_labels(study: Study, users: dict) -> int:
                     study=study, annotator_id=user.pk, unit_id=unit.pk
                 ),
             )
-            Unit.objects.filter(pk=unit.pk).update(assigned_count=F("assigned_count") + 1)
+            Unit.objects.filter(pk=unit.pk).update(
+                assigned_count=F("assigned_count") + 1,
+                holder=Coalesce(F("holder"), Value(user.pk)),
+            )
             label_submit(
                 assignment=assignment,
                 annotation=_as_seen(submitted, pair_sides_of(assignment)),
