@@ -150,7 +150,6 @@ LONE_UNITS = 3_000
 
 
 @pytest.mark.postgres
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL plan")
 def test_the_walk_of_a_lone_annotator_does_not_read_their_own_units(db):
     """ann_a labelled ahead alone (each of their units holds one slot of two); ann_b holds
     one unit. ann_a's started-unit walk reads b's unit only, however many units a holds
