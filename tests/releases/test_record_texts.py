@@ -69,29 +69,17 @@ def test_a_record_assembled_from_texts_is_the_canonical_record(
     record_digest, expected = _sealed_line(body)
     unit_answer, head, tail = record_texts.unit_texts(body)
 
-    line = record_texts.record_line(
-        annotation=canonical_json(annotation),
-        parents=canonical_json(parents),
-        answer=unit_answer,
-        constant=_constant_text(study),
-        head=head,
-        tail=tail,
-        record_digest=record_digest,
-    )
+    texts = {
+        "annotation": canonical_json(annotation),
+        "parents": canonical_json(parents),
+        "answer": unit_answer,
+        "constant": _constant_text(study),
+        "head": head,
+        "tail": tail,
+    }
 
-    assert line == expected
-    assert (
-        record_texts.record_line(
-            annotation=canonical_json(annotation),
-            parents=canonical_json(parents),
-            answer=unit_answer,
-            constant=_constant_text(study),
-            head=head,
-            tail=tail,
-            record_digest="0" * 64,
-        )
-        is None
-    )
+    assert record_texts.record_line(**texts, record_digest=record_digest) == expected
+    assert record_texts.record_line(**texts, record_digest="0" * 64) is None
 
 
 def test_only_a_tuple_record_is_cut_into_texts():
