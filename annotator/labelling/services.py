@@ -254,6 +254,17 @@ def _slots_release_seen(*, user: AbstractBaseUser) -> None:
             slot_release(unit_id=unit_id, annotator_id=user.pk)
 
 
+def slot_take(*, unit_id: int, annotator_id: int) -> None:
+    """The unit's side of a counted slot taken (its assignment written in the same
+    transaction) through the ORM: one more taken, and the holder hint set to
+    ``annotator_id`` where it names nobody (audit.archive.models.Unit.holder). On
+    PostgreSQL the labelling loop writes the same as a CTE of the slot's one statement."""
+    Unit.objects.filter(pk=unit_id).update(
+        assigned_count=F("assigned_count") + 1,
+        holder=Coalesce(F("holder"), Value(annotator_id)),
+    )
+
+
 def slot_release(*, unit_id: int, annotator_id: int) -> None:
     """The unit's side of a counted slot given up (its assignment already deleted, in the
     same transaction): one fewer taken, and a holder hint naming ``annotator_id`` moved to
@@ -772,10 +783,7 @@ def _assignment_save(
     """The slot's three writes through the ORM (SQLite)."""
     assignment.save(force_insert=True)
     if counted:
-        Unit.objects.filter(pk=assignment.unit_id).update(
-            assigned_count=F("assigned_count") + 1,
-            holder=Coalesce(F("holder"), Value(assignment.annotator_id)),
-        )
+        slot_take(unit_id=assignment.unit_id, annotator_id=assignment.annotator_id)
     if cursor is not None:
         QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
 

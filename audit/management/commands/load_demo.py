@@ -11,8 +11,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 
 from annotator.adjudication.services import outcomes_process
 from annotator.labelling.models import Assignment, Label
@@ -21,6 +19,7 @@ from annotator.labelling.services import (
     assignment_next,
     label_submit,
     pair_left_is_evaluated_draw,
+    slot_take,
 )
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Codebook, CodebookUnit, ImportStatus, Study, Unit
@@ -230,10 +229,7 @@ def seed_protocol_labels(study: Study, users: dict) -> int:
                     study=study, annotator_id=user.pk, unit_id=unit.pk
                 ),
             )
-            Unit.objects.filter(pk=unit.pk).update(
-                assigned_count=F("assigned_count") + 1,
-                holder=Coalesce(F("holder"), Value(user.pk)),
-            )
+            slot_take(unit_id=unit.pk, annotator_id=user.pk)
             label_submit(
                 assignment=assignment,
                 annotation=_as_seen(submitted, pair_sides_of(assignment)),
