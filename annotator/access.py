@@ -145,14 +145,18 @@ def study_get_for_annotator(*, user: AbstractBaseUser | AnonymousUser, slug: str
 
 
 # The labelling loop's access reads, compiled by the ORM once per process (audit.compiled).
-_SEAT_IN_STUDY = CompiledRead(
-    lambda user_id, slug: (
+def _seats_in_study(user_id: int, slug: str) -> QuerySet[Membership]:
+    """The caller's annotator memberships of the study, first as :func:`_roles_and_seat`
+    picks it, with the study and its codebook."""
+    return (
         Membership.objects.select_related("study__codebook")
         .filter(user_id=user_id, study__slug=slug, role=Role.ANNOTATOR)
-        .order_by("pk")[:1]
-    ),
-    user_id=int,
-    slug=str,
+        .order_by("pk")
+    )
+
+
+_SEAT_IN_STUDY = CompiledRead(
+    lambda user_id, slug: _seats_in_study(user_id, slug)[:1], user_id=int, slug=str
 )
 
 
@@ -171,19 +175,14 @@ def _seat_and_queue(user_id: int, slug: str) -> QuerySet[Membership]:
         .order_by("id")
     )
     orders = QueueOrder.objects.filter(study_id=OuterRef("study_id"), annotator_id=user_id)
-    return (
-        Membership.objects.select_related("study__codebook")
-        .filter(user_id=user_id, study__slug=slug, role=Role.ANNOTATOR)
-        .annotate(
-            queue_unfinished=Subquery(unfinished.values("id")[:1]),
-            queue_has_gold=Exists(GoldItem.objects.filter(study_id=OuterRef("study_id"))),
-            **{
-                f"queue_order_{name}": Subquery(orders.order_by("pk").values(name)[:1])
-                for name in _ORDER_FIELDS
-            },
-        )
-        .order_by("pk")[:1]
-    )
+    return _seats_in_study(user_id, slug).annotate(
+        queue_unfinished=Subquery(unfinished.values("id")[:1]),
+        queue_has_gold=Exists(GoldItem.objects.filter(study_id=OuterRef("study_id"))),
+        **{
+            f"queue_order_{name}": Subquery(orders.order_by("pk").values(name)[:1])
+            for name in _ORDER_FIELDS
+        },
+    )[:1]
 
 
 _SEAT_AND_QUEUE = CompiledRead(_seat_and_queue, user_id=int, slug=str)
