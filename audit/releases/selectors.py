@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import psycopg
 from django.db import connection
 
-from annotator.labelling.models import Label
+from annotator.labelling.models import Label, LabelKind
 from audit.archive.models import (
     AnswerSnapshot,
     Observation,
@@ -104,15 +104,24 @@ def _sql(exclude_test: bool, stored: bool = False) -> str:
         texts = UnitRecordText._meta.db_table
         columns = "u.id, u.digest, u.partition, u.state, r.answer, r.head, r.tail"
         joins = f"LEFT JOIN {texts} r ON r.unit_id = u.id"
+        # The label's canonical annotation text where it has one (no jsonb written out
+        # as text by the server for it), else its jsonb's text. Not a gold label's: no
+        # record line of the release checks it.
+        canonical = f"l.annotation_canonical IS NOT NULL AND l.kind <> '{LabelKind.GOLD}'"
+        annotation = (
+            f"CASE WHEN {canonical} THEN l.annotation_canonical ELSE l.annotation::text END, "
+            f"{canonical}"
+        )
     else:
         columns, joins = _unit_columns()
+        annotation = "l.annotation::text, false"
     # Names from the models, values as parameters.
     return f"""
         SELECT {columns},
                l.id, l.unit_id, l.kind, l.revision, l.record_digest, l.assisted_model,
                {_instant("l.created_at")},
                (extract(epoch FROM l.created_at) * 1000000)::bigint,
-               l.annotation::text, l.parents::text, e.seq IS NOT NULL, {outcome}
+               {annotation}, l.parents::text, e.seq IS NOT NULL, {outcome}
         FROM {unit} u
         {joins}
         LEFT JOIN {label} l ON l.unit_id = u.id AND l.id <= %(cutoff)s
@@ -370,8 +379,10 @@ def _tuple_unit(
 
 def label_of_row(row: tuple[Any, ...]) -> dict[str, Any]:
     """A label's columns as the release reads them: ``created_at`` as formatted text,
-    ``created_key`` to order by, the JSON columns as their stored text and ``outcome``,
-    its ledger entry up to the ledger cutoff as the outcome table's row, or ``None``."""
+    ``created_key`` to order by, the JSON columns as their stored text (``canonical``:
+    the annotation's is its stored canonical text, the bytes its record embeds, else its
+    jsonb's text) and ``outcome``, its ledger entry up to the ledger cutoff as the outcome
+    table's row, or ``None``."""
     return {
         "id": row[0],
         "unit_id": row[1],
@@ -382,8 +393,9 @@ def label_of_row(row: tuple[Any, ...]) -> dict[str, Any]:
         "created_at": row[6],
         "created_key": row[7],
         "annotation_text": row[8],
-        "parents_text": row[9],
-        "outcome": dict(zip(OUTCOME_COLUMNS, row[11:], strict=True)) if row[10] else None,
+        "canonical": row[9],
+        "parents_text": row[10],
+        "outcome": dict(zip(OUTCOME_COLUMNS, row[12:], strict=True)) if row[11] else None,
     }
 
 
