@@ -836,7 +836,7 @@ def _stored_line(texts: UnitTexts, label: dict[str, Any], constant: bytes) -> by
     line = None
     if label["canonical"]:  # the annotation's canonical text, stored with the label
         line = record_texts.record_line(
-            annotation=label["annotation_text"].encode("utf-8"),
+            annotation=_utf8(label["annotation_text"]),
             parents=parents_text,
             record_digest=label["record_digest"],
             **parts,
@@ -856,6 +856,11 @@ def _stored_line(texts: UnitTexts, label: dict[str, Any], constant: bytes) -> by
             **parts,
         )
     return line
+
+
+def _utf8(text: str | bytes) -> bytes:
+    """A text read as str (the ORM) or as its UTF-8 bytes (the stored read)."""
+    return text if isinstance(text, bytes) else text.encode("utf-8")
 
 
 def _constant_text(study: Study) -> bytes:

@@ -145,7 +145,7 @@ def test_the_stored_read_gives_the_same_units_and_labels_and_each_units_texts(db
     assert not any(label["canonical"] for label in joined_labels)
     for label, other in zip(stored_labels, joined_labels, strict=True):
         value = json.loads(other["annotation_text"])
-        assert label["annotation_text"] == canonical_json(value).decode("utf-8")
+        assert label["annotation_text"] == canonical_json(value)
     assert {key: value for _, chunk, _ in chunks for key, value in chunk.items()} == stored
 
 
