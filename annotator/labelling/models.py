@@ -7,6 +7,8 @@ import secrets
 from django.conf import settings
 from django.db import models
 
+from audit.fields import CanonicalJsonText
+
 
 class Assignment(models.Model):
     """One annotator's slot on one unit. A unit has at most ``study.overlap`` of them and
@@ -95,6 +97,11 @@ class Label(models.Model):
     kind = models.CharField(max_length=12, choices=LabelKind.choices)
     revision = models.PositiveSmallIntegerField(default=1)
     annotation = models.JSONField()
+    #: ``annotation``'s canonical text, the exact bytes its record embeds, made at INSERT
+    #: (every path that writes a label: the field's ``pre_save``, ``bulk.insert``): a
+    #: release writes it into the record line instead of serializing the annotation again.
+    #: ``NULL`` for a value without canonical text; the release then serializes it.
+    annotation_canonical = CanonicalJsonText(source="annotation")
     parents = models.JSONField(default=list)
     record_digest = models.CharField(max_length=64, unique=True)
     codebook_digest = models.CharField(max_length=64)

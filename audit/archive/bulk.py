@@ -371,6 +371,17 @@ class _staged:
             if field.attname not in rows[0] and field.has_default() and not field.primary_key
         }
         self.rows = [{**defaults, **row} for row in rows] if defaults else rows
+        # Columns made from another column's value at INSERT (as their pre_save does).
+        derived = [
+            field
+            for field in meta.concrete_fields
+            if field.attname not in rows[0] and hasattr(field, "text_of_row")
+        ]
+        if derived:
+            self.rows = [
+                {**row, **{field.attname: field.text_of_row(row) for field in derived}}
+                for row in self.rows
+            ]
         self.names = list(self.rows[0])
         fields = [meta.get_field(name) for name in self.names]  # attnames resolve too
         self.json = [isinstance(field, models.JSONField) for field in fields]

@@ -445,6 +445,10 @@ def main() -> None:
     """The writing process: the directory and tables, then the batches, from standard
     input; the answer on standard output (which nothing else writes to: anything printed
     goes to standard error)."""
+    # pyarrow (>= 16: numpy is optional to it) imports numpy where it can, ~20 MB of this
+    # process's peak; the writers give it Python values only (tests/releases/
+    # test_table_process.py: the same bytes as the build's own writers, numpy loaded).
+    sys.modules.setdefault("numpy", None)  # type: ignore[assignment]
     connection = Connection(os.dup(0), writable=False)
     answers = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)

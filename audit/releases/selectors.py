@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import psycopg
 from django.db import connection
 
-from annotator.labelling.models import Label
+from annotator.labelling.models import Label, LabelKind
 from audit.archive.models import (
     AnswerSnapshot,
     Observation,
@@ -94,7 +94,10 @@ _STORED_WIDTH = 7
 
 def _sql(exclude_test: bool, stored: bool = False) -> str:
     """The release's query. ``stored``: each unit's stored record texts instead of its
-    archive rows (one look-up instead of six joined tables)."""
+    archive rows (one look-up instead of six joined tables). Every column of type ``text``
+    of the stored read is a text a record line is assembled from (the unit's texts, the
+    label's annotation); the label's other texts are ``varchar`` (see
+    :func:`tuple_chunks_raw`: its ``text`` columns are read as bytes)."""
     unit = Unit._meta.db_table
     label, entry = Label._meta.db_table, LedgerEntry._meta.db_table
     outcome = ", ".join(f"e.{name}" for name in OUTCOME_COLUMNS)
@@ -104,15 +107,24 @@ def _sql(exclude_test: bool, stored: bool = False) -> str:
         texts = UnitRecordText._meta.db_table
         columns = "u.id, u.digest, u.partition, u.state, r.answer, r.head, r.tail"
         joins = f"LEFT JOIN {texts} r ON r.unit_id = u.id"
+        # The label's canonical annotation text where it has one (no jsonb written out
+        # as text by the server for it), else its jsonb's text. Not a gold label's: no
+        # record line of the release checks it.
+        canonical = f"l.annotation_canonical IS NOT NULL AND l.kind <> '{LabelKind.GOLD}'"
+        annotation = (
+            f"CASE WHEN {canonical} THEN l.annotation_canonical ELSE l.annotation::text END, "
+            f"{canonical}"
+        )
     else:
         columns, joins = _unit_columns()
+        annotation = "l.annotation::text, false"
     # Names from the models, values as parameters.
     return f"""
         SELECT {columns},
                l.id, l.unit_id, l.kind, l.revision, l.record_digest, l.assisted_model,
-               {_instant("l.created_at")},
+               ({_instant("l.created_at")})::varchar,
                (extract(epoch FROM l.created_at) * 1000000)::bigint,
-               l.annotation::text, l.parents::text, e.seq IS NOT NULL, {outcome}
+               {annotation}, l.parents::text::varchar, e.seq IS NOT NULL, {outcome}
         FROM {unit} u
         {joins}
         LEFT JOIN {label} l ON l.unit_id = u.id AND l.id <= %(cutoff)s
@@ -121,6 +133,13 @@ def _sql(exclude_test: bool, stored: bool = False) -> str:
         ORDER BY u.digest
     """  # noqa: S608
 
+
+#: psycopg's loader of ``bytea`` in binary format (its compiled one where installed): the
+#: value's bytes as they come. Text in binary format is its UTF-8 bytes, so this loader
+#: registered for ``text`` gives a text column's bytes.
+_TEXT_AS_BYTES = psycopg.adapters.get_loader(
+    psycopg.postgres.types["bytea"].oid, psycopg.pq.Format.BINARY
+)
 
 #: Rows fetched from the server per round trip.
 FETCH_ROWS = 500
@@ -144,7 +163,8 @@ def tuple_chunks_raw(
 
     ``stored``: instead of its content, each unit's stored record texts as
     :class:`UnitTexts` (``None`` for a unit that has none yet), read from one table
-    instead of the archive's six.
+    instead of the archive's six; each label's ``annotation_text`` is then bytes (UTF-8),
+    read as the server sends it (binary format, ``text`` columns not decoded).
 
     One query through a server-side cursor, which needs a transaction: inside one (a
     caller's, a test's) on this connection; otherwise on a connection of its own, read-only
@@ -169,9 +189,13 @@ def tuple_chunks_raw(
         raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     try:
         with (
-            raw.cursor(name=f"release_{study_id}") as cursor,
+            raw.cursor(name=f"release_{study_id}", binary=stored) as cursor,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-read") as pool,
         ):
+            if stored:
+                # The texts lines are assembled from (the query's ``text`` columns) as the
+                # UTF-8 bytes the server sends: no decoding to str and encoding again.
+                cursor.adapters.register_loader("text", _TEXT_AS_BYTES)
             if own is not None:
                 # Index look-ups in the index's order, streamed: a parallel plan would
                 # gather and merge the same rows at a cost (measured: twice the time), and
@@ -224,9 +248,7 @@ def _grouped(
                 if stored:
                     unit = {"id": unit_id, "digest": row[1], "partition": row[2], "state": row[3]}
                     contents[unit_id] = (
-                        None
-                        if row[4] is None
-                        else UnitTexts(row[4].encode(), row[5].encode(), row[6].encode())
+                        None if row[4] is None else UnitTexts(row[4], row[5], row[6])
                     )
                 else:
                     unit, contents[unit_id] = _tuple_unit(row, codebook_unit, configs)
@@ -370,8 +392,10 @@ def _tuple_unit(
 
 def label_of_row(row: tuple[Any, ...]) -> dict[str, Any]:
     """A label's columns as the release reads them: ``created_at`` as formatted text,
-    ``created_key`` to order by, the JSON columns as their stored text and ``outcome``,
-    its ledger entry up to the ledger cutoff as the outcome table's row, or ``None``."""
+    ``created_key`` to order by, the JSON columns as their stored text (``canonical``:
+    the annotation's is its stored canonical text, the bytes its record embeds, else its
+    jsonb's text) and ``outcome``, its ledger entry up to the ledger cutoff as the outcome
+    table's row, or ``None``."""
     return {
         "id": row[0],
         "unit_id": row[1],
@@ -382,8 +406,9 @@ def label_of_row(row: tuple[Any, ...]) -> dict[str, Any]:
         "created_at": row[6],
         "created_key": row[7],
         "annotation_text": row[8],
-        "parents_text": row[9],
-        "outcome": dict(zip(OUTCOME_COLUMNS, row[11:], strict=True)) if row[10] else None,
+        "canonical": row[9],
+        "parents_text": row[10],
+        "outcome": dict(zip(OUTCOME_COLUMNS, row[12:], strict=True)) if row[11] else None,
     }
 
 

@@ -181,6 +181,8 @@ def test_progress_is_committed_as_the_build_goes(labelled, releases_root, monkey
         return original(**{**kwargs, "on_progress": record})
 
     monkeypatch.setattr(services, "CHUNK", 5)
+    # Every change of percent written (a build of this size takes less than the interval).
+    monkeypatch.setattr(services, "PROGRESS_SECONDS", 0)
     monkeypatch.setattr(services, "bundle_write", spy)
     release = release_build(study=labelled.study, name="v1")
 
@@ -296,3 +298,29 @@ def test_the_release_record_body_is_record_build_without_the_seal(labelled, clai
             parents=label.parents,
         )
         assert {**body, "record_digest": label.record_digest} == sealed
+
+
+def test_progress_is_written_at_most_once_an_interval(labelled, releases_root, monkeypatch):
+    import audit.releases.services as services
+
+    seen = []
+    original = services.bundle_write
+
+    def spy(**kwargs):
+        inner = kwargs["on_progress"]
+
+        def record(percent):
+            inner(percent)
+            seen.append(Release.objects.get(name="v1").progress)
+
+        return original(**{**kwargs, "on_progress": record})
+
+    monkeypatch.setattr(services, "CHUNK", 5)
+    # An interval no build of this size reaches: the first progress only, then the end.
+    monkeypatch.setattr(services, "PROGRESS_SECONDS", 3600)
+    monkeypatch.setattr(services, "bundle_write", spy)
+    release = release_build(study=labelled.study, name="v1")
+
+    assert len(seen) == 1
+    assert seen[0] <= 99
+    assert release.progress == 100

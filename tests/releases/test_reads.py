@@ -9,17 +9,21 @@ read on a connection of its own (outside a transaction, as a worker builds a rel
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 
+from annotator.labelling.models import Label
 from audit.archive.mapping import format_instant
 from audit.archive.models import Partition, Unit
 from audit.archive.records import UNIT_VALUES, unit_contents_of
+from audit.contract.canonical import canonical_json
 from audit.releases import selectors
 from audit.releases.services import _labels_orm, bundle_write, unit_record_texts_store
 from tests.releases.conftest import labelled_study
+from tests.releases.test_label_texts import _set_texts
 
 pytestmark = pytest.mark.postgres
 
@@ -129,5 +133,32 @@ def test_the_stored_read_gives_the_same_units_and_labels_and_each_units_texts(db
     joined = _raw(study, exclude_test=False)
 
     assert [units for units, _, _ in chunks] == [units for units, _, _ in joined]
-    assert [labels for _, _, labels in chunks] == [labels for _, _, labels in joined]
+    stored_labels = [label for _, _, labels in chunks for label in labels]
+    joined_labels = [label for _, _, labels in joined for label in labels]
+    # The same labels; the annotation's text is the label's stored canonical text (the
+    # canonical serialization of the same value) instead of its jsonb's text.
+    assert [_but_annotation(label) for label in stored_labels] == [
+        _but_annotation(label) for label in joined_labels
+    ]
+    assert stored_labels
+    assert all(label["canonical"] for label in stored_labels)
+    assert not any(label["canonical"] for label in joined_labels)
+    for label, other in zip(stored_labels, joined_labels, strict=True):
+        value = json.loads(other["annotation_text"])
+        assert label["annotation_text"] == canonical_json(value)
     assert {key: value for _, chunk, _ in chunks for key, value in chunk.items()} == stored
+
+
+def _but_annotation(label: dict) -> dict:
+    return {k: v for k, v in label.items() if k not in ("annotation_text", "canonical")}
+
+
+def test_a_label_without_canonical_text_is_read_by_its_jsonb(db, releases_root):
+    # Labels stored before the column existed (or whose value has no canonical text):
+    # the stored read gives the jsonb's text, and the release's bytes are the reference's.
+    study = labelled_study().study
+    first = Label.objects.filter(study=study).order_by("id").first()
+    _set_texts({first.pk: None})
+    labels = [label for _, _, chunk in _stored_chunks(study) for label in chunk]
+    assert [label["canonical"] for label in labels].count(False) == 1
+    assert all(json.loads(label["annotation_text"]) for label in labels)
