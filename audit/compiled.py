@@ -13,6 +13,13 @@ execute wrappers see it as before). Rows are converted by the same compiler's co
 
 Only for reads whose shape does not depend on the values (no ``__in`` lists, no branches
 on a value): compiling refuses a sentinel that does not come out as one parameter.
+
+On PostgreSQL these statements (and the loop's hand-written ones, through
+:func:`prepared_cursor`) are also prepared on the server, once per connection: planning
+the same joins again on every call was most of the database's CPU in the loop
+(docs/benchmarks.md, "fifth round"). ``PREPARED_STATEMENTS = False`` (the environment's
+``DB_PREPARED_STATEMENTS=0``) turns that off, for a pooler that cannot keep them (PgBouncer
+in transaction mode before 1.21).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
@@ -95,7 +103,7 @@ class CompiledRead:
         bound = self.bound(**values)
         if bound is None:
             return []
-        with connections[self._using].cursor() as cursor:
+        with prepared_cursor(self._using) as cursor:
             cursor.execute(*bound)
             return cursor.fetchall()
 
@@ -149,28 +157,147 @@ class CompiledRead:
 def fetched_together(
     *reads: tuple[CompiledRead, dict[str, Any]], using: str = "default"
 ) -> list[list[Any]]:
-    """The raw rows of several reads, in order, sent to PostgreSQL in one round trip (its
-    client-side binding takes several statements in one query; each is still its own
-    statement, run after the one before, with its own snapshot); elsewhere one by one.
-    Convert each with its read's ``*_of`` method."""
+    """The raw rows of several reads, in order, sent to PostgreSQL in one round trip
+    (:func:`rows_together`); a read whose value no row can hold is not sent and answers
+    nothing. Convert each with its read's ``*_of`` method."""
     bound = [read.bound(**values) for read, values in reads]
+    answers = iter(rows_together([item for item in bound if item is not None], using=using))
+    return [[] if item is None else next(answers) for item in bound]
+
+
+def rows_together(
+    statements: list[tuple[str, list[Any]]], *, using: str = "default"
+) -> list[list[Any]]:
+    """The rows of several statements (SQL and parameters), in order, sent to PostgreSQL
+    in one round trip: a pipeline of prepared statements (each still its own statement,
+    run after the one before, with its own snapshot; an error stops the rest), or, with
+    prepared statements off, one query of several statements, which client-side binding
+    takes. Elsewhere (or with a libpq without pipelines) one by one."""
     connection = connections[using]
-    sent = [item for item in bound if item is not None]
     fetched: list[list[Any]] = []
-    with connection.cursor() as cursor:
-        # Server-side binding (an OPTIONS setting) takes one statement per query.
-        together = not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
-        if connection.vendor == "postgresql" and together and len(sent) > 1:
-            cursor.execute("; ".join(sql for sql, _ in sent), [p for _, ps in sent for p in ps])
+    if len(statements) > 1 and _preparing(connection) and _pipeline_supported():
+        return _pipelined(connection, statements)
+    if connection.vendor == "postgresql" and len(statements) > 1 and _together(connection):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "; ".join(sql for sql, _ in statements), [p for _, ps in statements for p in ps]
+            )
             fetched.append(cursor.fetchall())
             while cursor.nextset():
                 fetched.append(cursor.fetchall())
-        else:
-            for sql, params in sent:
+        return fetched
+    with prepared_cursor(using) as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            fetched.append(cursor.fetchall())
+    return fetched
+
+
+def _pipeline_supported() -> bool:
+    """psycopg's pipeline mode needs libpq 14 or later (the binary package bundles one)."""
+    from psycopg import Pipeline
+
+    return Pipeline.is_supported()
+
+
+def _together(connection: Any) -> bool:
+    # Server-side binding (an OPTIONS setting) takes one statement per query.
+    return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+
+
+def _pipelined(connection: Any, sent: list[tuple[str, list[Any]]]) -> list[list[Any]]:
+    """``sent`` run as prepared statements in one pipeline (one round trip), each through
+    Django's cursor wrapper (execute wrappers and query logging see every statement)."""
+    cursors = [prepared_cursor(connection.alias) for _ in sent]
+    try:
+        with connection.wrap_database_errors, connection.connection.pipeline():
+            for cursor, (sql, params) in zip(cursors, sent, strict=True):
                 cursor.execute(sql, params)
-                fetched.append(cursor.fetchall())
-    answers = iter(fetched)
-    return [[] if item is None else next(answers) for item in bound]
+        with connection.wrap_database_errors:
+            return [cursor.fetchall() for cursor in cursors]
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
+#: The prepare threshold set on a connection that has none (Django sets none): only the
+#: statements run through prepared_cursor (each asks to be prepared) are prepared; the
+#: ORM's own cursors bind on the client, where nothing is prepared.
+_ASKED_ONLY = 2**31
+
+
+def _preparing(connection: Any) -> bool:
+    return connection.vendor == "postgresql" and getattr(settings, "PREPARED_STATEMENTS", True)
+
+
+def prepared_cursor(using: str = "default") -> Any:
+    """A cursor of the ``using`` connection (Django's wrapper: execute wrappers, query
+    logging and error translation as for ``connection.cursor()``) whose statements
+    PostgreSQL prepares on their first run on this connection and then only binds and
+    runs (psycopg's server-side binding and prepared-statement cache, which forgets them
+    on a rollback or a schema change and is per connection, so a new connection prepares
+    again). Elsewhere, or with ``PREPARED_STATEMENTS`` off, ``connection.cursor()``."""
+    connection = connections[using]
+    if not _preparing(connection):
+        return connection.cursor()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = connection.connection
+        if raw.prepare_threshold is None:
+            raw.prepare_threshold = _ASKED_ONLY
+        preparing, logged = _classes()
+        cursor = preparing(raw)
+        _timezone_of(connection, raw, cursor)
+        if connection.queries_logged:
+            connection.validate_thread_sharing()
+            return logged(cursor, connection)
+        return connection._prepare_cursor(cursor)
+
+
+_CLASSES: list[tuple[type, type]] = []
+
+
+def _classes() -> tuple[type, type]:
+    """The psycopg cursor that prepares, and the debug wrapper that logs its statements."""
+    if not _CLASSES:
+        from django.db.backends.postgresql.base import CursorDebugWrapper, ServerBindingCursor
+        from django.db.backends.utils import CursorWrapper
+
+        class PreparingCursor(ServerBindingCursor):
+            """Server-side binding; every statement asks to be prepared."""
+
+            def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+                kwargs.setdefault("prepare", True)
+                return super().execute(query, params, **kwargs)
+
+        class PreparedDebugWrapper(CursorDebugWrapper):
+            """Logs a prepared statement with its values in place, as the client-side
+            cursors' statements are logged (psycopg keeps no bound text of a prepared
+            one): composed only where queries are logged (DEBUG, tests)."""
+
+            def execute(self, sql: Any, params: Any = None) -> Any:
+                try:
+                    shown = self.db.ops.compose_sql(sql, params) if params else sql
+                except Exception:  # a value the client cannot quote: logged as sent
+                    shown = sql
+                with self.debug_sql(shown, params):
+                    return CursorWrapper.execute(self, sql, params)
+
+        _CLASSES.append((PreparingCursor, PreparedDebugWrapper))
+    return _CLASSES[0]
+
+
+def _timezone_of(connection: Any, raw: Any, cursor: Any) -> None:
+    """The time zone loader Django's ``create_cursor`` gives a cursor whose connection's
+    zone differs from the adapters' (the same check)."""
+    from django.db.backends.postgresql.base import TIMESTAMPTZ_OID
+    from django.db.backends.postgresql.psycopg_any import register_tzloader
+    from psycopg.pq import Format
+
+    loader = raw.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+    if connection.timezone != loader.timezone:
+        register_tzloader(connection.timezone, cursor)
 
 
 def _sentinel(kind: type, n: int) -> Any:

@@ -668,16 +668,21 @@ def profile(count: int, top: int) -> None:
 
     from django.db import connection
 
-    wall, cpu = time.perf_counter(), time.process_time()
+    with connection.cursor() as cursor:  # the database's process serving this one
+        postgresql = connection.vendor == "postgresql"
+        cursor.execute("SELECT pg_backend_pid()" if postgresql else "SELECT 0")
+        backend = cursor.fetchone()[0]
+    wall, cpu, db_cpu = time.perf_counter(), time.process_time(), _cpu(backend)
     with connection.execute_wrapper(timed):
         for _ in range(count):
             cycle()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    db_cpu = _cpu(backend) - db_cpu
     total = sum(sum(times) for times in statements.values())
     print(
         f"unprofiled run of {count}, per next + submit: {1000 * wall / count:.2f} ms wall, "
-        f"{1000 * cpu / count:.2f} ms CPU of this process (load average "
-        f"{os.getloadavg()[0]:.2f})"
+        f"{1000 * cpu / count:.2f} ms CPU of this process, {1000 * db_cpu / count:.2f} ms "
+        f"CPU of its database backend (load average {os.getloadavg()[0]:.2f})"
     )
     print(
         f"SQL: {sum(len(t) for t in statements.values()) / count:.1f} statements and "

@@ -475,7 +475,11 @@ class AssignmentNextApi(AnnotatorApi):
         study, seat, glance = study_seat_and_queue_for_annotator(user=request.user, slug=slug)
         try:
             handed = assignment_handed(
-                study=study, annotator=request.user, paused=seat.paused, glance=glance
+                study=study,
+                annotator=request.user,
+                paused=seat.paused,
+                glance=glance,
+                with_content=True,
             )
         except AnnotationError as exc:  # paused, or the qualification set stands in the way
             return _error(exc, status.HTTP_403_FORBIDDEN)
@@ -489,7 +493,7 @@ class AssignmentNextApi(AnnotatorApi):
             return Response(assignment_detail(assignment))
         location = reverse("api-assignment", args=[assignment.pk], request=request)
         return Response(
-            assignment_detail(assignment, new=True),
+            assignment_detail(assignment, new=True, content=handed.content),
             status=status.HTTP_201_CREATED,
             headers={"Location": location},
         )

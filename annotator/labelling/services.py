@@ -64,7 +64,13 @@ from annotator.quality.selectors import (
 from audit.archive.models import CodebookUnit, Study, Unit, UnitState
 from audit.archive.records import UNIT_VALUES, record_build, unit_contents_of
 from audit.archive.selectors import codebook_registry_of
-from audit.compiled import CompiledInsert, CompiledRead, fetched_together
+from audit.compiled import (
+    CompiledInsert,
+    CompiledRead,
+    fetched_together,
+    prepared_cursor,
+    rows_together,
+)
 from audit.contract import check_record
 from audit.contract.canonical import canonical_json
 from audit.contract.codebook import Codebook, reasons_missing
@@ -342,6 +348,10 @@ def queue_positions_add(*, order: QueueOrder) -> int:
 # lock clause are interpolated; every value is a query parameter. Each keeps the ORM
 # version's guarantees: the blinding anti-join on LabelSight's unique (user, unit) index,
 # and on PostgreSQL the candidate unit's row locked FOR NO KEY UPDATE SKIP LOCKED.
+# They are not prepared (audit.compiled.prepared_cursor): their best plan depends on the
+# values (the study's counts, the cursor's key), and PostgreSQL's generic plan of a
+# prepared walk scans the whole unit table (1.2 s at 10⁵ units, docs/benchmarks.md,
+# "fifth round"); each is planned for its values, as before.
 
 
 def _tables() -> dict[str, str]:
@@ -529,6 +539,9 @@ class Handed:
 
     assignment: Assignment | None
     new: bool
+    #: The unit's content when it was read with the slot's write (one round trip on
+    #: PostgreSQL), else ``None``: the caller reads it.
+    content: UnitContent | None = None
 
 
 def assignment_next(*, study: Study, annotator: AbstractBaseUser) -> Assignment | None:
@@ -542,6 +555,7 @@ def assignment_handed(
     annotator: AbstractBaseUser,
     paused: bool | None = None,
     glance: QueueGlance | None = None,
+    with_content: bool = False,
 ) -> Handed:
     """The annotator's next unit: an unfinished assignment first, otherwise a unit with a
     free slot that this annotator has never had, in the annotator's own seeded order.
@@ -578,7 +592,9 @@ def assignment_handed(
     ``paused``: whether a researcher paused this annotator, when the caller has just read
     it with their membership (the API's access check); ``None`` reads it here. ``glance``:
     their unfinished assignment's id, whether the study has gold and their order, read
-    with it (:class:`QueueGlance`); ``None`` reads them here.
+    with it (:class:`QueueGlance`); ``None`` reads them here. ``with_content``: a unit
+    handed out now comes with its content (:attr:`Handed.content`), read in the slot
+    write's round trip (PostgreSQL, ``study.codebook`` loaded, not an answer pair).
     """
     if paused is None:
         paused = annotator_paused(study=study, annotator=annotator)
@@ -605,7 +621,8 @@ def assignment_handed(
         started = _started_unit(study=study, annotator=annotator, order=order)
         if started is not None:
             unit_id, kept = started
-            return Handed(_assignment_take(study, annotator, unit_id, kept=kept), new=True)
+            taken = _assignment_take(study, annotator, unit_id, kept=kept, content=with_content)
+            return _handed_new(study, taken)
         walk = {"study": study, "annotator": annotator, "order": order, "has_gold": has_gold}
         position = _fresh_position(**walk, after=order.cursor)
         if position is None and order.cursor >= 0:
@@ -615,8 +632,19 @@ def assignment_handed(
         if position is None:
             return Handed(None, new=False)
         key, unit_id, kept = position
-        assignment = _assignment_take(study, annotator, unit_id, kept=kept, cursor=(order, key))
+        assignment = _assignment_take(
+            study, annotator, unit_id, kept=kept, cursor=(order, key), content=with_content
+        )
+        return _handed_new(study, assignment)
+
+
+def _handed_new(study: Study, assignment: Assignment) -> Handed:
+    """A slot taken just now, with its unit's content when the slot's write read it."""
+    rows = assignment.__dict__.pop("_unit_rows", None)
+    if rows is None:
         return Handed(assignment, new=True)
+    content = _unit_content_of_row(study, assignment.unit_id, _UNIT_ROW.dicts_of(rows))
+    return Handed(assignment, new=True, content=content)
 
 
 def _assignment_take(
@@ -626,12 +654,19 @@ def _assignment_take(
     *,
     kept: bool,
     cursor: tuple[QueueOrder, int] | None = None,
+    content: bool = False,
 ) -> Assignment:
     """Take a slot of the unit the walk found, and (``cursor``) move the order's cursor to
     its key; ``kept``: the walk saw a kept draft of this annotator on it (restored), so
-    none is looked for when there is none."""
+    none is looked for when there is none; ``content``: read the unit's content with the
+    slot's write (:func:`_handed_new`)."""
     assignment = _assignment_create(
-        study=study, unit_id=unit_id, annotator=annotator, counted=True, cursor=cursor
+        study=study,
+        unit_id=unit_id,
+        annotator=annotator,
+        counted=True,
+        cursor=cursor,
+        content=content,
     )
     if kept:
         _draft_restore(assignment)
@@ -729,6 +764,7 @@ def _assignment_create(
     gold: bool = False,
     counted: bool = False,
     cursor: tuple[QueueOrder, int] | None = None,
+    content: bool = False,
 ) -> Assignment:
     """The slot, numbered next in this annotator's own queue of the study (and, on an
     answer pair, the order of its two answers for them); ``counted``: the unit's
@@ -747,7 +783,7 @@ def _assignment_create(
             pair_left_is_evaluated=left,
         )
         if connection.vendor == "postgresql":
-            if _assignment_insert(assignment, counted=counted, cursor=cursor):
+            if _assignment_insert(assignment, counted=counted, cursor=cursor, content=content):
                 return assignment
             continue  # the number was taken: count again
         # The number is counted by the INSERT itself (the last one, read on the unique
@@ -789,7 +825,11 @@ def _assignment_save(
 
 
 def _assignment_insert(
-    assignment: Assignment, *, counted: bool, cursor: tuple[QueueOrder, int] | None
+    assignment: Assignment,
+    *,
+    counted: bool,
+    cursor: tuple[QueueOrder, int] | None,
+    content: bool = False,
 ) -> bool:
     """The slot's writes on PostgreSQL, in one statement: the ORM's INSERT (its number
     counted by the statement: the last one, read on the unique (study, annotator, number)
@@ -822,11 +862,29 @@ def _assignment_insert(
         params += [cursor[1], cursor[0].pk]
     # Only table names from the models and the ORM's own INSERT are interpolated.
     sql = f"WITH {', '.join(ctes)} SELECT id FROM slot"  # noqa: S608
-    with connection.cursor() as db:
-        db.execute(sql, params)
-        row = db.fetchone()
+    # ``content``: the unit's content (what the API's answer shows) is read after the
+    # write in the same round trip, where the caller holds the study's codebook, except
+    # an answer pair's, which reads its baseline too (unit_content). A slot refused here
+    # leaves that read unused.
+    study = assignment.study
+    unit_read = (
+        content
+        and Study._meta.get_field("codebook").is_cached(study)
+        and study.codebook.unit != CodebookUnit.ANSWER_PAIR
+    )
+    if unit_read:
+        [written, unit_rows] = rows_together(
+            [(sql, params), _UNIT_ROW.bound(unit_id=assignment.unit_id)]
+        )
+        row = written[0] if written else None
+    else:
+        with prepared_cursor() as db:
+            db.execute(sql, params)
+            row = db.fetchone()
     if row is None:
         return False
+    if unit_read:
+        assignment.__dict__["_unit_rows"] = unit_rows
     assignment.pk = row[0]
     assignment._state.adding = False
     assignment._state.db = connection.alias
@@ -1281,7 +1339,7 @@ def _label_write(label: Label, *, first: bool, gold: bool) -> None:
     # Only table names from the models and the ORM's own INSERT are interpolated; every
     # value is a parameter. PostgreSQL runs every data-modifying CTE exactly once.
     sql = f"WITH {', '.join(ctes)} SELECT id FROM label"  # noqa: S608
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         label.pk = cursor.fetchone()[0]
     label._state.adding = False

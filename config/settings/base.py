@@ -129,6 +129,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
+# The labelling loop's fixed statements are prepared on the server once per connection
+# (audit.compiled.prepared_cursor); off for a pooler that cannot keep prepared statements
+# (PgBouncer in transaction mode before 1.21).
+PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", default=True)
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

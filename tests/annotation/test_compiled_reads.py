@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator.labelling.models import Assignment, Label
 from audit.archive.models import Unit
-from audit.compiled import CompiledRead
+from audit.compiled import CompiledRead, fetched_together, prepared_cursor, rows_together
 
 pytestmark = pytest.mark.django_db
 
@@ -99,9 +100,9 @@ def test_token_authentication_lets_in_the_tokens_user_only(risk_study, people):
     assert _token_client(token.key).post(url).status_code == 401
 
 
-def test_reads_sent_together_answer_each_in_order(risk_study):
-    from audit.compiled import fetched_together
-
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "one-query"])
+def test_reads_sent_together_answer_each_in_order(risk_study, settings, prepared):
+    settings.PREPARED_STATEMENTS = prepared
     first = Unit.objects.filter(study=risk_study).order_by("pk").first()
     rows = fetched_together(
         (UNITS, {"study_id": risk_study.pk, "unit_id": first.pk}),
@@ -115,3 +116,52 @@ def test_reads_sent_together_answer_each_in_order(risk_study):
         [],
         UNITS.dicts(study_id=risk_study.pk, unit_id=first.pk + 1),
     ]
+
+
+@pytest.mark.postgres
+def test_the_compiled_reads_are_prepared_once_per_connection(risk_study):
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+            return [row[0] for row in cursor.fetchall()]
+
+    units = list(Unit.objects.filter(study=risk_study).order_by("pk"))
+    for unit in units:
+        assert UNITS.dicts(study_id=risk_study.pk, unit_id=unit.pk)
+    assert len([sql for sql in prepared() if '"audit_unit"' in sql]) == 1
+    with prepared_cursor() as cursor:  # a statement of the ORM's cursors is not prepared
+        cursor.execute("SELECT %s::int + 1", [1])
+        assert cursor.fetchone() == (2,)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::int + 2", [1])
+    assert any("+ 1" in sql for sql in prepared())
+    assert not any("+ 2" in sql for sql in prepared())
+
+
+@pytest.mark.postgres
+def test_a_failed_prepared_statement_rolls_back_and_the_next_call_answers(risk_study):
+    from django.db import DatabaseError, transaction
+
+    unit = Unit.objects.filter(study=risk_study).order_by("pk").first()
+    expected = UNITS.dicts(study_id=risk_study.pk, unit_id=unit.pk)
+    with pytest.raises(DatabaseError), transaction.atomic(), prepared_cursor() as cursor:
+        cursor.execute("SELECT 1 / %s", [0])
+    assert UNITS.dicts(study_id=risk_study.pk, unit_id=unit.pk) == expected
+    with transaction.atomic():  # a pipeline after the failure, inside a transaction
+        rows = fetched_together(
+            (UNITS, {"study_id": risk_study.pk, "unit_id": unit.pk}),
+            (UNITS, {"study_id": risk_study.pk, "unit_id": unit.pk}),
+        )
+    assert [UNITS.dicts_of(fetched) for fetched in rows] == [expected, expected]
+
+
+@pytest.mark.postgres
+def test_a_statement_failing_in_a_pipeline_raises_and_the_connection_goes_on(risk_study):
+    from django.db import DatabaseError, transaction
+
+    unit = Unit.objects.filter(study=risk_study).order_by("pk").first()
+    expected = UNITS.dicts(study_id=risk_study.pk, unit_id=unit.pk)
+    with pytest.raises(DatabaseError), transaction.atomic():
+        rows_together([("SELECT %s::int", [1]), ("SELECT 1 / %s", [0]), ("SELECT 2", [])])
+    assert rows_together([("SELECT %s::int", [1]), ("SELECT 2", [])]) == [[(1,)], [(2,)]]
+    assert UNITS.dicts(study_id=risk_study.pk, unit_id=unit.pk) == expected

@@ -44,9 +44,9 @@ NEXT_NEW = 6 + NEXT_WRITES  # the study with the caller's annotator seat (pause,
 NEXT_OPEN = 5  # the study with the seat (which says there is one), unfinished (read
 #               as it stands now), content, draft, head
 SUBMIT_WRITES = 1 if ON_POSTGRESQL else 5
-#: On PostgreSQL the lock + seen, the replay + head and the content are three statements
-#: sent in one query (one round trip: audit.compiled.fetched_together).
-SUBMIT_READS = 1 if ON_POSTGRESQL else 3
+#: The lock + seen, the replay + head and the content: three statements, on PostgreSQL
+#: prepared and sent in one pipeline (one round trip: audit.compiled.fetched_together).
+SUBMIT_READS = 3
 SUBMIT = 3 + SUBMIT_READS + SUBMIT_WRITES  # the assignment with study, codebook, unit and
 #              the seat, lock + seen, replay + head, content, the writes; 2 savepoint
 #              statements (the label's INSERT has none of its own: losing it rolls the
@@ -238,3 +238,21 @@ def test_the_loops_lean_unit_read_equals_unit_content(study_fixture, request):
     assert units
     for unit in units:
         assert handed_unit_content(study=study, unit_id=unit.pk) == unit_content(unit=unit)
+
+
+@pytest.mark.postgres
+def test_the_loops_statements_are_prepared_but_the_queue_walks_are_not(risk_study, people):
+    """The walks' generic plan scans the unit table (docs/benchmarks.md, "fifth round"):
+    they are planned for their values every time; the rest is prepared once."""
+    client = api_as(people["ann_a"])
+    for _ in range(2):
+        given = client.post(next_url(risk_study))
+        assert given.status_code == 201
+        url = reverse("api-assignment-labels", args=[given.json()["id"]])
+        assert client.post(url, submit_body(given.json()["id"]), format="json").status_code == 201
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any('"audit_unit"."digest"' in sql for sql in prepared)  # the unit's content
+    assert any('INSERT INTO "annotator_label"' in sql for sql in prepared)
+    assert not any("SKIP LOCKED" in sql for sql in prepared)
