@@ -1,16 +1,21 @@
 """Import throughput at 10^5 tuples: the command and the API upload, full validation.
 
     DATABASE_URL=postgres://... python bench/import_records.py [--tuples 100000] [--write]
+    DATABASE_URL=postgres://... python bench/import_records.py --split
 
-Runs in a throw-away test database (created and dropped here), so it never touches the
-database DATABASE_URL names. Times the same import three ways, each into a study of its
-own with observations of its own (so each writes every archive row): the service on the
-file's bytes (parse + validation, then the writes), the ``import_records`` command on a file
-on disk, and the API upload (multipart POST through Django's test client, in process);
-then the command's file again (every tuple already present). Reports the seconds, the
-tuples per second against the goal (issue 18: >= 20,000 at 10^5), the CPU seconds of this
-process and of its PostgreSQL backend (the machine is shared: the load average goes with
-each figure), and how much the command grew this process (peak resident set).
+Runs in a throw-away test database named after DATABASE_URL's (``<name>_bench_import``,
+created and dropped here), so it never touches the database DATABASE_URL names and two
+checkouts (old code and new) can be measured side by side. Times the same import three
+ways, each into a study of its own with observations of its own (so each writes every
+archive row): the service on the file's bytes (parse + validation, then the writes), the
+``import_records`` command on a file on disk, and the API upload (multipart POST through
+Django's test client, in process); then the command's file again (every tuple already
+present). Reports the seconds, the tuples per second against the goal (issue 18: >=
+20,000 at 10^5), the CPU seconds of this process and of its PostgreSQL backend (the
+machine is shared: the load average goes with each figure), and how much the command
+grew this process (peak resident set).
+``--split`` times the service alone, with the backend's CPU seconds of each kind of bulk
+write (where the database's time goes).
 """
 
 from __future__ import annotations
@@ -96,17 +101,86 @@ class Timed:
         )
 
 
+def _split(tuples: int) -> str:
+    """The service on the bytes, each bulk write of audit.archive.bulk timed by the CPU
+    seconds its statements cost the backend (and this thread): where the database's time
+    goes. The wrappers time the writes only; the rest of the backend's CPU (the batch, the
+    commit, the probes) is the difference to the total."""
+    from collections import defaultdict
+
+    from django.conf import settings
+    from django.db import connection
+
+    from audit.archive import bulk
+    from audit.archive.models import Study
+    from audit.archive.services import codebook_install_file, observations_import
+    from audit.management.commands.load_demo import demo_files
+
+    codebook, _ = codebook_install_file(path=demo_files("tuple")[0])
+    settings.IMPORT_MAX_FILE_BYTES = 10**10
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+
+    def timed(name: str) -> None:
+        write = getattr(bulk, name)
+
+        def wrapper(model, *args, **kwargs):  # type: ignore[no-untyped-def]
+            db, cpu = _backend_cpu(backend), time.thread_time()
+            try:
+                return write(model, *args, **kwargs)
+            finally:
+                row = spent[f"{name} {model.__name__}"]
+                row[0] += _backend_cpu(backend) - db
+                row[1] += time.thread_time() - cpu
+
+        setattr(bulk, name, wrapper)
+
+    for name in ("upsert_rows", "_allocate_ids", "_copy_into"):
+        timed(name)
+    data = build_file(tuples)
+    study = Study.objects.create(slug="split", title="split", codebook=codebook)
+    with Timed(backend) as service:
+        batch = observations_import(study=study, data=data, file_name="split.jsonl")
+    assert batch.tuples_created == tuples, (batch.status, batch.errors[:3])
+    lines = [
+        service.line("service on the file's bytes", tuples),
+        "",
+        "| bulk write | backend CPU s | writing thread CPU s |",
+        "|---|---|---|",
+    ]
+    for what, (db, cpu) in sorted(spent.items(), key=lambda item: -item[1][0]):
+        lines.append(f"| `{what}` | {db:.2f} | {cpu:.2f} |")
+    rest = service.db - sum(db for db, _ in spent.values())
+    lines.append(f"| the rest (batch, probes, commit) | {rest:.2f} | |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tuples", type=int, default=100_000)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="only the service on the bytes, with the PostgreSQL backend's CPU seconds of "
+        "each kind of bulk write (PostgreSQL only)",
+    )
     args = parser.parse_args(argv)
     tuples = args.tuples
     observations = tuples // 2
 
     from bench._db import throwaway_database
 
-    with throwaway_database("claimgate_bench_import"):
+    # Named after DATABASE_URL's database, so that two checkouts measured side by side
+    # (old code and new) never share one.
+    base = os.environ.get("DATABASE_URL", "").rsplit("/", 1)[-1].split("?")[0] or "claimgate"
+    if args.split:
+        with throwaway_database(f"{base}_bench_import"):
+            print(_split(tuples))
+        return 0
+    with throwaway_database(f"{base}_bench_import"):
         from django.conf import settings
         from django.core.management import call_command
         from django.db import connection
