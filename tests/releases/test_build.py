@@ -165,7 +165,9 @@ def test_withheld_texts_keep_digests_and_quote_hashes_and_are_counted(labelled, 
     assert "For streamin" not in independent
 
 
-def test_progress_is_committed_as_the_build_goes(labelled, releases_root, monkeypatch):
+def _progress_seen(study, monkeypatch, interval: float) -> tuple[list[int], Release]:
+    """Build a release in chunks of five labels with progress written at most once per
+    ``interval`` seconds; the progress committed each time the build reports it."""
     import audit.releases.services as services
 
     seen = []
@@ -181,10 +183,14 @@ def test_progress_is_committed_as_the_build_goes(labelled, releases_root, monkey
         return original(**{**kwargs, "on_progress": record})
 
     monkeypatch.setattr(services, "CHUNK", 5)
-    # Every change of percent written (a build of this size takes less than the interval).
-    monkeypatch.setattr(services, "PROGRESS_SECONDS", 0)
+    monkeypatch.setattr(services, "PROGRESS_SECONDS", interval)
     monkeypatch.setattr(services, "bundle_write", spy)
-    release = release_build(study=labelled.study, name="v1")
+    return seen, release_build(study=study, name="v1")
+
+
+def test_progress_is_committed_as_the_build_goes(labelled, releases_root, monkeypatch):
+    # Every change of percent written (a build of this size takes less than the interval).
+    seen, release = _progress_seen(labelled.study, monkeypatch, 0)
 
     assert seen == sorted(seen)
     assert len(seen) > 3
@@ -301,25 +307,8 @@ def test_the_release_record_body_is_record_build_without_the_seal(labelled, clai
 
 
 def test_progress_is_written_at_most_once_an_interval(labelled, releases_root, monkeypatch):
-    import audit.releases.services as services
-
-    seen = []
-    original = services.bundle_write
-
-    def spy(**kwargs):
-        inner = kwargs["on_progress"]
-
-        def record(percent):
-            inner(percent)
-            seen.append(Release.objects.get(name="v1").progress)
-
-        return original(**{**kwargs, "on_progress": record})
-
-    monkeypatch.setattr(services, "CHUNK", 5)
     # An interval no build of this size reaches: the first progress only, then the end.
-    monkeypatch.setattr(services, "PROGRESS_SECONDS", 3600)
-    monkeypatch.setattr(services, "bundle_write", spy)
-    release = release_build(study=labelled.study, name="v1")
+    seen, release = _progress_seen(labelled.study, monkeypatch, 3600)
 
     assert len(seen) == 1
     assert seen[0] <= 99
