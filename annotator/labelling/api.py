@@ -94,7 +94,7 @@ def label_etag(label: Label) -> str:
 def _if_match_tags(request: Request) -> list[str] | None:
     """The opaque tags of If-Match (weak prefix and quotes removed), ``["*"]`` for a
     wildcard, ``None`` when the header is absent. Raises on an unreadable header."""
-    raw = request.headers.get("If-Match")
+    raw = request.META.get("HTTP_IF_MATCH")  # request.headers would copy every header
     if raw is None:
         return None
     raw = raw.strip()
