@@ -16,6 +16,7 @@ Preconditions (docs/api.md):
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -27,6 +28,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -92,7 +94,7 @@ def label_etag(label: Label) -> str:
 def _if_match_tags(request: Request) -> list[str] | None:
     """The opaque tags of If-Match (weak prefix and quotes removed), ``["*"]`` for a
     wildcard, ``None`` when the header is absent. Raises on an unreadable header."""
-    raw = request.headers.get("If-Match")
+    raw = request.META.get("HTTP_IF_MATCH")  # request.headers would copy every header
     if raw is None:
         return None
     raw = raw.strip()
@@ -412,6 +414,31 @@ def assignment_detail(
     }
 
 
+def submission_fields(data: Any) -> tuple[dict[str, Any], uuid.UUID] | None:
+    """What :class:`LabelsApi.Input` validates a submission to (its annotation and
+    client_submission_id), for the plain shape: a JSON object with an object
+    ``annotation``, a UUID text ``client_submission_id`` and no ``assisted`` (an assisted
+    model name within its length if the annotation names one). None for anything else,
+    which then goes through the serializer for its refusal. A serializer instance
+    deep-copies its fields per request, which cost more CPU than the check
+    (tests/annotation/test_loop_queries.py compares the two)."""
+    if type(data) is not dict or "assisted" in data:
+        return None
+    annotation = data.get("annotation")
+    submission_id = data.get("client_submission_id")
+    if type(annotation) is not dict or not isinstance(submission_id, str):
+        return None
+    try:
+        parsed = uuid.UUID(hex=submission_id)
+    except ValueError:
+        return None
+    nested = annotation.get("assisted")
+    model = nested.get("model") if isinstance(nested, dict) else None
+    if isinstance(model, str) and len(model) > ASSISTED_MODEL_MAX:
+        return None
+    return {str(key): value for key, value in annotation.items()}, parsed
+
+
 # --- the API classes ------------------------------------------------------------------
 
 
@@ -424,6 +451,28 @@ class AnnotatorApi(StrictQueryParams, APIView):
         if isinstance(exc, _Refusal):
             return Response(exc.body, status=exc.code, headers=exc.headers)
         return super().handle_exception(exc)
+
+
+#: Accept values for which DRF's negotiation picks the first renderer (JSON) as
+#: "application/json": no header, any type, or JSON itself.
+_JSON_ACCEPTS = frozenset({None, "*/*", "application/json"})
+
+
+class JsonFirst:
+    """Mixin for the loop's two views: the renderer DRF's negotiation would pick, without
+    negotiating, when the request leaves no choice (no ``format`` and an Accept in
+    ``_JSON_ACCEPTS``); any other request negotiates as before. Negotiation parsed the
+    Accept header and built every renderer per request (docs/benchmarks.md, "Follow-up:
+    the web process")."""
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        if (
+            request.META.get("HTTP_ACCEPT") in _JSON_ACCEPTS
+            and "format" not in request.query_params
+            and self.renderer_classes[0] is JSONRenderer  # type: ignore[attr-defined]
+        ):
+            return JSONRenderer(), "application/json"
+        return super().perform_content_negotiation(request, force)  # type: ignore[misc]
 
 
 _NOT_FOUND = OpenApiResponse(description="No such assignment, or it is not yours.")
@@ -452,7 +501,7 @@ class AssignmentListApi(AnnotatorApi):
         return paginator.get_paginated_response(data)
 
 
-class AssignmentNextApi(AnnotatorApi):
+class AssignmentNextApi(JsonFirst, AnnotatorApi):
     @extend_schema(
         operation_id="assignments_next",
         request=None,
@@ -624,7 +673,7 @@ class DraftSaveApi(AnnotatorApi):
         return refusal
 
 
-class LabelsApi(AnnotatorApi):
+class LabelsApi(JsonFirst, AnnotatorApi):
     """Your revisions of one unit (GET) and submissions (POST). Only POST is throttled."""
 
     class AssistedInput(serializers.Serializer):
@@ -725,15 +774,21 @@ class LabelsApi(AnnotatorApi):
         assignment, seat = assignment_seat_for_annotator(
             user=request.user, assignment_id=assignment_id
         )
-        payload = self.Input(data=request.data)
-        payload.is_valid(raise_exception=True)
+        fields = submission_fields(request.data)
+        if fields is None:  # anything but the plain shape: the serializer names the fault
+            payload = self.Input(data=request.data)
+            payload.is_valid(raise_exception=True)
+            fields = (
+                payload.validated_data["annotation"],
+                payload.validated_data["client_submission_id"],
+            )
         parent = self._parent_digest(_if_match_tags(request))
         definition = assignment.study.codebook.definition
         try:
             submission = label_submit(
                 assignment=assignment,
-                annotation=payload.validated_data["annotation"],
-                client_submission_id=payload.validated_data["client_submission_id"],
+                annotation=fields[0],
+                client_submission_id=fields[1],
                 parent_digest=parent,
                 pseudonym=seat.pseudonym,
             )

@@ -63,13 +63,27 @@ def _redis_client() -> Any | None:
     return get_client(write=True)
 
 
+_registered: list[Any] = []
+
+
+def _script(client: Any) -> Any:
+    """The script registered with redis-py once per process: ``EVALSHA``, so the
+    script's text is not sent and hashed per request (redis-py loads it again when the
+    server has forgotten it, after a restart or ``SCRIPT FLUSH``)."""
+    if not _registered:
+        _registered.append(client.register_script(_SCRIPT))
+    return _registered[0]
+
+
 def take(key: str, *, limit: int, period: int) -> float | None:
     """Count one request against ``key``. None when it is allowed; otherwise the seconds
     until the oldest counted request leaves the window (the Retry-After)."""
     client = _redis_client()
     if client is not None:
         full_key = cache.make_key(f"rate:{key}")
-        answer = client.eval(_SCRIPT, 1, full_key, period, limit, uuid.uuid4().hex)
+        answer = _script(client)(
+            keys=[full_key], args=[period, limit, uuid.uuid4().hex], client=client
+        )
         wait = float(answer.decode() if isinstance(answer, bytes) else answer)
         return None if wait < 0 else max(wait, 0.0)
     now = time.time()
