@@ -24,6 +24,7 @@ in transaction mode before 1.21).
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable
@@ -193,6 +194,7 @@ def rows_together(
     return fetched
 
 
+@functools.cache
 def _pipeline_supported() -> bool:
     """psycopg's pipeline mode needs libpq 14 or later (the binary package bundles one)."""
     from psycopg import Pipeline
@@ -255,37 +257,33 @@ def prepared_cursor(using: str = "default") -> Any:
         return connection._prepare_cursor(cursor)
 
 
-_CLASSES: list[tuple[type, type]] = []
-
-
+@functools.cache
 def _classes() -> tuple[type, type]:
     """The psycopg cursor that prepares, and the debug wrapper that logs its statements."""
-    if not _CLASSES:
-        from django.db.backends.postgresql.base import CursorDebugWrapper, ServerBindingCursor
-        from django.db.backends.utils import CursorWrapper
+    from django.db.backends.postgresql.base import CursorDebugWrapper, ServerBindingCursor
+    from django.db.backends.utils import CursorWrapper
 
-        class PreparingCursor(ServerBindingCursor):
-            """Server-side binding; every statement asks to be prepared."""
+    class PreparingCursor(ServerBindingCursor):
+        """Server-side binding; every statement asks to be prepared."""
 
-            def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-                kwargs.setdefault("prepare", True)
-                return super().execute(query, params, **kwargs)
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            kwargs.setdefault("prepare", True)
+            return super().execute(query, params, **kwargs)
 
-        class PreparedDebugWrapper(CursorDebugWrapper):
-            """Logs a prepared statement with its values in place, as the client-side
-            cursors' statements are logged (psycopg keeps no bound text of a prepared
-            one): composed only where queries are logged (DEBUG, tests)."""
+    class PreparedDebugWrapper(CursorDebugWrapper):
+        """Logs a prepared statement with its values in place, as the client-side
+        cursors' statements are logged (psycopg keeps no bound text of a prepared
+        one): composed only where queries are logged (DEBUG, tests)."""
 
-            def execute(self, sql: Any, params: Any = None) -> Any:
-                try:
-                    shown = self.db.ops.compose_sql(sql, params) if params else sql
-                except Exception:  # a value the client cannot quote: logged as sent
-                    shown = sql
-                with self.debug_sql(shown, params):
-                    return CursorWrapper.execute(self, sql, params)
+        def execute(self, sql: Any, params: Any = None) -> Any:
+            try:
+                shown = self.db.ops.compose_sql(sql, params) if params else sql
+            except Exception:  # a value the client cannot quote: logged as sent
+                shown = sql
+            with self.debug_sql(shown, params):
+                return CursorWrapper.execute(self, sql, params)
 
-        _CLASSES.append((PreparingCursor, PreparedDebugWrapper))
-    return _CLASSES[0]
+    return PreparingCursor, PreparedDebugWrapper
 
 
 def _timezone_of(connection: Any, raw: Any, cursor: Any) -> None:
