@@ -45,6 +45,13 @@ def holders_of(unit_id: int) -> set[int]:
     )
 
 
+def both_hold_one(study, people):
+    """ann_a takes a unit, and ann_b (overlap 2) joins it: a's assignment."""
+    first = assignment_next(study=study, annotator=people["ann_a"])
+    assignment_next(study=study, annotator=people["ann_b"])
+    return first
+
+
 def assert_hints_sound(study) -> None:
     """Every unit's hint names one of its counted holders, or nobody; a unit somebody
     holds and whose hint is null is allowed (a visit more), a stale name is not."""
@@ -64,8 +71,7 @@ def test_a_slot_names_its_holder_and_a_second_keeps_the_first(risk_study, people
 
 
 def test_pausing_the_named_holder_moves_the_hint_to_the_other(risk_study, people):
-    first = assignment_next(study=risk_study, annotator=people["ann_a"])
-    assignment_next(study=risk_study, annotator=people["ann_b"])
+    first = both_hold_one(risk_study, people)
     annotator_pause(study=risk_study, annotator=people["ann_a"])
     unit = Unit.objects.get(pk=first.unit_id)
     assert (unit.assigned_count, unit.holder) == (1, people["ann_b"].pk)
@@ -76,16 +82,14 @@ def test_pausing_the_named_holder_moves_the_hint_to_the_other(risk_study, people
 
 
 def test_pausing_another_holder_leaves_the_hint(risk_study, people):
-    first = assignment_next(study=risk_study, annotator=people["ann_a"])
-    assignment_next(study=risk_study, annotator=people["ann_b"])
+    first = both_hold_one(risk_study, people)
     annotator_pause(study=risk_study, annotator=people["ann_b"])
     unit = Unit.objects.get(pk=first.unit_id)
     assert (unit.assigned_count, unit.holder) == (1, people["ann_a"].pk)
 
 
 def test_a_slot_released_once_its_labels_were_seen_moves_the_hint(risk_study, people):
-    first = assignment_next(study=risk_study, annotator=people["ann_a"])
-    assignment_next(study=risk_study, annotator=people["ann_b"])
+    first = both_hold_one(risk_study, people)
     labels_seen_record(
         user=people["ann_a"], units=Unit.objects.filter(pk=first.unit_id), via=SightVia.RELEASE
     )
