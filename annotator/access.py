@@ -160,7 +160,7 @@ _SEAT_IN_STUDY = CompiledRead(
 )
 
 
-_ORDER_FIELDS = ("pk", "study_id", "annotator_id", "seed", "cursor")
+_ORDER_FIELDS = ("pk", "study_id", "annotator_id", "seed", "cursor", "started_cursor")
 
 
 def _seat_and_queue(user_id: int, slug: str) -> QuerySet[Membership]:

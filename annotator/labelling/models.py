@@ -202,8 +202,9 @@ class QueueSeed(models.Model):
 
 class QueueOrder(models.Model):
     """One annotator's seeded order in one study (annotator.labelling.order): recorded the
-    first time they ask for a unit, with the seed it was drawn from, and the key of the
-    last unit the queue handed them (``cursor``: the walk resumes after it)."""
+    first time they ask for a unit, with the seed it was drawn from, the key of the last
+    fresh unit the queue handed them (``cursor``: the walk resumes after it) and of the
+    last started unit its backlog walk handed them (``started_cursor``: likewise)."""
 
     study = models.ForeignKey("audit.Study", on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey(
@@ -211,6 +212,7 @@ class QueueOrder(models.Model):
     )
     seed = models.BigIntegerField(help_text="The study's queue seed it was drawn from.")
     cursor = models.BigIntegerField(default=-1)
+    started_cursor = models.BigIntegerField(default=-1)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

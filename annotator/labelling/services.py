@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -373,53 +373,129 @@ def _lock_unit_row() -> str:
     return ""
 
 
+#: A move of one of an order's two cursors, made with the slot's write: (the order, the
+#: field, ``"cursor"`` for fresh units or ``"started_cursor"`` for the backlog walk, the key).
+Cursor = tuple[QueueOrder, str, int]
+
+#: How many units held by others with a free slot make a backlog (see :func:`_started_unit`):
+#: counted up to this many on the ``unit_held`` index. Below it every such unit is read;
+#: from it on, the caller's own order is walked instead. At 10⁵ units the two walks cost
+#: the same near 200 (docs/benchmarks.md, "The started-unit walk under a backlog").
+STARTED_BACKLOG = 256
+#: The positions of the caller's order that a backlog walk reads on each side of its
+#: cursor before it falls back to reading every started unit.
+STARTED_WINDOW = 4_096
+
+
+class Started(NamedTuple):
+    """A started unit for the caller: its id, whether a draft of theirs on it was kept
+    when they were paused, and its key in their order when it was found by the backlog
+    walk (their ``started_cursor`` moves to it), else ``None``."""
+
+    unit_id: int
+    kept: bool
+    key: int | None
+
+
 def _started_unit(
     *, study: Study, annotator: AbstractBaseUser, order: QueueOrder
-) -> tuple[int, bool] | None:
-    """A unit that others hold and that still has a free slot, first in this annotator's
-    order, as (its id, whether a draft of theirs on it was kept when they were paused):
-    read from the ``unit_held`` index over the counts 1 … k-1 (the units being labelled
-    now) whose holder hint is not this annotator: the units they hold alone are not
-    visited (a hint naming them means they hold the unit), each probing its key in the
-    annotator's order on the unique (order, unit) index. Locked FOR NO KEY UPDATE SKIP
-    LOCKED on PostgreSQL."""
+) -> Started | None:
+    """A unit that others hold and that still has a free slot, in this annotator's order:
+    one statement, in two ways depending on how many such units there are.
+
+    - Few (under ``STARTED_BACKLOG``, counted on the ``unit_held`` index over the counts
+      1 … k-1 whose holder hint is not this annotator: the units they hold alone are not
+      visited, a hint naming them means they hold the unit): each is read, probing its key
+      in the annotator's order on the unique (order, unit) index, and the first in their
+      order is taken.
+    - A backlog (someone labelled ahead alone, and those units now wait for a second
+      label): reading them all on every request would cost in proportion to the backlog
+      (18 ms at 1,430 units). Instead the annotator's own order is walked from their
+      ``started_cursor`` (the key of the last started unit the backlog walk gave them) on
+      the (order, key) index, up to ``STARTED_WINDOW`` positions, then from its start
+      back to the cursor: with S such units among N, about N / S positions a request.
+      The order is the same permutation, read round from where they left it; a unit
+      that became started behind the cursor comes at the next round. Where the window
+      finds none (the units counted are ones this annotator may not take: seen, or held
+      with another), every started unit is read as above.
+
+    The candidate unit is locked FOR NO KEY UPDATE SKIP LOCKED on PostgreSQL; the
+    blinding and own-slot anti-joins are the same in both ways."""
     if study.overlap < 2:
         return None
     t = _tables()
+    lock = _lock_unit_row()
     # Each count its own equality (an IN list): then the hint's two ranges (a null hint
     # read as 0, below every user's id) bound the scans of ``unit_held``, as its
     # expression, rather than being tested on every entry of a range of counts. No
     # "count >= 1" beside the list: implied by it (so the partial index applies), it
     # would only halve the planner's estimate of the ``unit_queue`` scan instead.
-    counts = list(range(1, study.overlap))
-    sql = (
-        f"SELECT u.id, EXISTS (SELECT 1 FROM {t['kept']} k "  # noqa: S608 (table names only)
-        f"WHERE k.annotator_id = %s AND k.unit_id = u.id) FROM {t['unit']} u "
-        f"WHERE u.study_id = %s AND u.assigned_count IN ({', '.join(['%s'] * len(counts))}) "
-        "AND (COALESCE(u.holder, 0) < %s OR COALESCE(u.holder, 0) > %s) "
-        f"AND NOT EXISTS(SELECT 1 FROM {t['sight']} s WHERE s.user_id = %s AND s.unit_id = u.id) "
-        f"AND NOT EXISTS(SELECT 1 FROM {t['assignment']} a "
-        "WHERE a.annotator_id = %s AND a.unit_id = u.id) "
-        f'ORDER BY (SELECT p."key" FROM {t["position"]} p '
-        "WHERE p.order_id = %s AND p.unit_id = u.id) ASC NULLS LAST, u.id ASC "
-        f"LIMIT 1{_lock_unit_row()}"
+    counts = ", ".join(str(int(count)) for count in range(1, study.overlap))
+    others = (
+        f"u.assigned_count IN ({counts}) "
+        "AND (COALESCE(u.holder, 0) < %(me)s OR COALESCE(u.holder, 0) > %(me)s)"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            [
-                annotator.pk,
-                study.pk,
-                *counts,
-                annotator.pk,  # the hint's two ranges
-                annotator.pk,
-                annotator.pk,  # the blinding anti-join
-                annotator.pk,  # their own assignments
-                order.pk,
-            ],
+    free = (
+        f"NOT EXISTS(SELECT 1 FROM {t['sight']} s WHERE s.user_id = %(me)s AND s.unit_id = u.id) "  # noqa: S608
+        f"AND NOT EXISTS(SELECT 1 FROM {t['assignment']} a "
+        "WHERE a.annotator_id = %(me)s AND a.unit_id = u.id)"
+    )
+    kept = (
+        f"EXISTS (SELECT 1 FROM {t['kept']} k WHERE k.annotator_id = %(me)s AND k.unit_id = u.id)"  # noqa: S608
+    )
+    key = (
+        f'(SELECT p."key" FROM {t["position"]} p WHERE p.order_id = %(order)s AND p.unit_id = u.id)'  # noqa: S608
+    )
+
+    def held(side: str) -> str:
+        # Up to the threshold of the units held by others whose hint is on one side of
+        # the caller's id; in the index's order, so that its scan stops there (a bitmap
+        # scan would read every entry first).
+        return (
+            f"SELECT * FROM (SELECT 1 FROM {t['unit']} u WHERE u.study_id = %(study)s "  # noqa: S608
+            f"AND u.assigned_count IN ({counts}) AND COALESCE(u.holder, 0) {side} %(me)s "
+            "ORDER BY u.assigned_count, COALESCE(u.holder, 0) LIMIT %(backlog)s) h"
         )
+
+    def window(side: str) -> str:
+        # The positions on one side of the cursor, in key order, joined to their units.
+        return (
+            f'SELECT * FROM (SELECT u.id, {kept} AS kept, p."key" AS k, 1 AS backlog '  # noqa: S608
+            f'FROM (SELECT w."key", w.unit_id FROM {t["position"]} w '
+            f'WHERE w.order_id = %(order)s AND w."key" {side} %(cursor)s '
+            f'ORDER BY w."key", w.unit_id LIMIT %(window)s) p '
+            f"INNER JOIN {t['unit']} u ON u.id = p.unit_id "
+            f"WHERE (SELECT many FROM few) = 1 AND {others} AND {free} "
+            f'ORDER BY p."key", p.unit_id LIMIT 1{lock}) ahead'
+        )
+
+    sql = (
+        # Counted up to the threshold on unit_held: cheap when there are few.
+        # Each range of the hint its own scan: the OR of the two would be a filter on
+        # every entry of the counts instead of bounds of the scans.
+        "WITH few AS (SELECT CASE WHEN COUNT(*) >= %(backlog)s THEN 1 ELSE 0 END AS many "  # noqa: S608
+        f"FROM (SELECT 1 FROM ({held('<')} UNION ALL {held('>')}) h LIMIT %(backlog)s) c) "
+        # The arms run in turn until one gives a unit (an Append under the LIMIT); the
+        # first two run only for a backlog (a one-time filter on the count).
+        f"{window('>')} UNION ALL {window('<=')} UNION ALL "
+        f"SELECT * FROM (SELECT u.id, {kept} AS kept, {key} AS k, (SELECT many FROM few) "
+        f"FROM {t['unit']} u WHERE u.study_id = %(study)s AND {others} AND {free} "
+        f"ORDER BY {key} ASC NULLS LAST, u.id ASC LIMIT 1{lock}) everywhere LIMIT 1"
+    )
+    params = {
+        "me": annotator.pk,
+        "study": study.pk,
+        "order": order.pk,
+        "cursor": order.started_cursor,
+        "backlog": STARTED_BACKLOG,
+        "window": STARTED_WINDOW,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
         row = cursor.fetchone()
-    return (row[0], bool(row[1])) if row else None
+    if row is None:
+        return None
+    return Started(row[0], bool(row[1]), row[2] if row[3] else None)
 
 
 def _fresh_position(
@@ -620,8 +696,15 @@ def assignment_handed(
     with transaction.atomic():
         started = _started_unit(study=study, annotator=annotator, order=order)
         if started is not None:
-            unit_id, kept = started
-            taken = _assignment_take(study, annotator, unit_id, kept=kept, content=with_content)
+            moved = None if started.key is None else (order, "started_cursor", started.key)
+            taken = _assignment_take(
+                study,
+                annotator,
+                started.unit_id,
+                kept=started.kept,
+                cursor=moved,
+                content=with_content,
+            )
             return _handed_new(study, taken)
         walk = {"study": study, "annotator": annotator, "order": order, "has_gold": has_gold}
         position = _fresh_position(**walk, after=order.cursor)
@@ -633,7 +716,12 @@ def assignment_handed(
             return Handed(None, new=False)
         key, unit_id, kept = position
         assignment = _assignment_take(
-            study, annotator, unit_id, kept=kept, cursor=(order, key), content=with_content
+            study,
+            annotator,
+            unit_id,
+            kept=kept,
+            cursor=(order, "cursor", key),
+            content=with_content,
         )
         return _handed_new(study, assignment)
 
@@ -653,11 +741,11 @@ def _assignment_take(
     unit_id: int,
     *,
     kept: bool,
-    cursor: tuple[QueueOrder, int] | None = None,
+    cursor: Cursor | None = None,
     content: bool = False,
 ) -> Assignment:
-    """Take a slot of the unit the walk found, and (``cursor``) move the order's cursor to
-    its key; ``kept``: the walk saw a kept draft of this annotator on it (restored), so
+    """Take a slot of the unit the walk found, and (``cursor``) move one of the order's
+    cursors to its key; ``kept``: the walk saw a kept draft of this annotator on it (restored), so
     none is looked for when there is none; ``content``: read the unit's content with the
     slot's write (:func:`_handed_new`)."""
     assignment = _assignment_create(
@@ -763,13 +851,13 @@ def _assignment_create(
     annotator: AbstractBaseUser,
     gold: bool = False,
     counted: bool = False,
-    cursor: tuple[QueueOrder, int] | None = None,
+    cursor: Cursor | None = None,
     content: bool = False,
 ) -> Assignment:
     """The slot, numbered next in this annotator's own queue of the study (and, on an
     answer pair, the order of its two answers for them); ``counted``: the unit's
     ``assigned_count`` goes up by one (a slot taken; a gold one takes none); ``cursor``:
-    the order's cursor moves to the unit's key; a counted slot names its annotator as the
+    one of the order's cursors moves to the unit's key; a counted slot names its annotator as the
     unit's holder hint where it has none. Two of their tabs asking at the same
     moment would take the same number: the unique constraint refuses the later one, which
     then counts again (after the first has committed)."""
@@ -813,22 +901,20 @@ _ASSIGNMENT_INSERT = CompiledInsert(Assignment)
 _LABEL_INSERT = CompiledInsert(Label)
 
 
-def _assignment_save(
-    assignment: Assignment, *, counted: bool, cursor: tuple[QueueOrder, int] | None
-) -> None:
+def _assignment_save(assignment: Assignment, *, counted: bool, cursor: Cursor | None) -> None:
     """The slot's three writes through the ORM (SQLite)."""
     assignment.save(force_insert=True)
     if counted:
         slot_take(unit_id=assignment.unit_id, annotator_id=assignment.annotator_id)
     if cursor is not None:
-        QueueOrder.objects.filter(pk=cursor[0].pk).update(cursor=cursor[1])
+        QueueOrder.objects.filter(pk=cursor[0].pk).update(**{cursor[1]: cursor[2]})
 
 
 def _assignment_insert(
     assignment: Assignment,
     *,
     counted: bool,
-    cursor: tuple[QueueOrder, int] | None,
+    cursor: Cursor | None,
     content: bool = False,
 ) -> bool:
     """The slot's writes on PostgreSQL, in one statement: the ORM's INSERT (its number
@@ -857,9 +943,9 @@ def _assignment_insert(
     if cursor is not None:
         ctes.append(
             f"walked AS (UPDATE {quote(QueueOrder._meta.db_table)} "  # noqa: S608
-            f"SET {quote('cursor')} = %s WHERE id = %s AND EXISTS (SELECT 1 FROM slot))"
+            f"SET {quote(cursor[1])} = %s WHERE id = %s AND EXISTS (SELECT 1 FROM slot))"
         )
-        params += [cursor[1], cursor[0].pk]
+        params += [cursor[2], cursor[0].pk]
     # Only table names from the models and the ORM's own INSERT are interpolated.
     sql = f"WITH {', '.join(ctes)} SELECT id FROM slot"  # noqa: S608
     # ``content``: the unit's content (what the API's answer shows) is read after the
