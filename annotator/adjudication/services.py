@@ -130,9 +130,12 @@ def outcomes_process(*, study_id: int, limit: int = OUTCOME_BATCH) -> int:
         labels = list(Label.objects.filter(pk__in=taken).order_by("id"))
         unit_ids = sorted({label.unit_id for label in labels})
         # Locked in id order: a run beside this one waits here rather than deciding the
-        # same unit's state from half of its labels.
+        # same unit's state from half of its labels. FOR NO KEY UPDATE, as the update
+        # that follows: a FOR UPDATE lock would also hold up every row being written that
+        # refers to these units (the key-share lock of each foreign key's check: labels
+        # submitted, a queue order being drawn, which deadlocked with it).
         units = list(
-            Unit.objects.select_for_update(of=("self",))
+            Unit.objects.select_for_update(of=("self",), no_key=True)
             .filter(pk__in=unit_ids)
             .order_by("id")
             .values(*UNIT_VALUES)
@@ -359,7 +362,13 @@ def adjudication_submit(
     if not (rationale or "").strip():
         raise AdjudicationRefused("an adjudication needs a written rationale", code="no_rationale")
     with transaction.atomic():
-        unit = Unit.objects.select_for_update().select_related("study__codebook").get(pk=unit.pk)
+        # The unit's row only, FOR NO KEY UPDATE (see outcomes_process): not its study's
+        # and codebook's rows, which every label and slot of the study refers to.
+        unit = (
+            Unit.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("study__codebook")
+            .get(pk=unit.pk)
+        )
         study = unit.study
         if not study.memberships.filter(user=adjudicator, role=Role.ADJUDICATOR).exists():
             raise AdjudicationRefused("not an adjudicator of this study", code="not_adjudicator")
