@@ -91,8 +91,16 @@ def open_database(name: str, *, reuse: bool) -> None:
 
 
 def drop_database(name: str) -> None:
+    """Drop the bench database, ending first the sessions the servers' processes may
+    still hold on it (a worker stopping slowly), which would refuse the drop."""
     from django.db import connection
 
+    with connection.creation._nodb_cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        )
     connection.creation.destroy_test_db(name, verbosity=0, keepdb=False)
 
 

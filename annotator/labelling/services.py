@@ -383,7 +383,7 @@ Cursor = tuple[QueueOrder, str, int]
 #: the same near 200 (docs/benchmarks.md, "The started-unit walk under a backlog").
 STARTED_BACKLOG = 256
 #: The positions of the caller's order that a backlog walk reads on each side of its
-#: cursor before it falls back to reading every started unit.
+#: cursor, one at a time, before it falls back to reading every started unit.
 STARTED_WINDOW = 4_096
 
 
@@ -400,88 +400,32 @@ class Started(NamedTuple):
 def _started_unit(
     *, study: Study, annotator: AbstractBaseUser, order: QueueOrder
 ) -> Started | None:
-    """A unit that others hold and that still has a free slot, in this annotator's order:
-    one statement, in two ways depending on how many such units there are.
+    """A unit that others hold and that still has a free slot, in this annotator's order,
+    found in one of two ways depending on how many such units there are.
 
     - Few (under ``STARTED_BACKLOG``, counted on the ``unit_held`` index over the counts
       1 … k-1 whose holder hint is not this annotator: the units they hold alone are not
       visited, a hint naming them means they hold the unit): each is read, probing its key
       in the annotator's order on the unique (order, unit) index, and the first in their
-      order is taken.
+      order is taken. One statement, which also counts.
     - A backlog (someone labelled ahead alone, and those units now wait for a second
-      label): reading them all on every request would cost in proportion to the backlog
-      (18 ms at 1,430 units). Instead the annotator's own order is walked from their
-      ``started_cursor`` (the key of the last started unit the backlog walk gave them) on
-      the (order, key) index, up to ``STARTED_WINDOW`` positions, then from its start
-      back to the cursor: with S such units among N, about N / S positions a request.
-      The order is the same permutation, read round from where they left it; a unit
-      that became started behind the cursor comes at the next round. Where the window
-      finds none (the units counted are ones this annotator may not take: seen, or held
-      with another), every started unit is read as above.
+      label; PostgreSQL): reading them all on every request would cost in proportion to
+      the backlog (18 ms at 1,430 units). The first statement then says so instead, and a
+      second walks the annotator's own order from their ``started_cursor`` (the key of
+      the last started unit the backlog walk gave them), one position at a time on the
+      (order, key) index, up to ``STARTED_WINDOW`` positions, then from its start back to
+      the cursor: with S such units among N, about N / S positions a request. The order
+      is the same permutation, read round from where they left it; a unit that became
+      started behind the cursor comes at the next round. Where the window finds none
+      (the units counted are ones this annotator may not take: seen, or held with
+      another), every started unit is read after all.
 
+    The embedded default (SQLite, a demo's few units) always reads every started unit.
     The candidate unit is locked FOR NO KEY UPDATE SKIP LOCKED on PostgreSQL; the
     blinding and own-slot anti-joins are the same in both ways."""
     if study.overlap < 2:
         return None
-    t = _tables()
-    lock = _lock_unit_row()
-    # Each count its own equality (an IN list): then the hint's two ranges (a null hint
-    # read as 0, below every user's id) bound the scans of ``unit_held``, as its
-    # expression, rather than being tested on every entry of a range of counts. No
-    # "count >= 1" beside the list: implied by it (so the partial index applies), it
-    # would only halve the planner's estimate of the ``unit_queue`` scan instead.
-    counts = ", ".join(str(int(count)) for count in range(1, study.overlap))
-    others = (
-        f"u.assigned_count IN ({counts}) "
-        "AND (COALESCE(u.holder, 0) < %(me)s OR COALESCE(u.holder, 0) > %(me)s)"
-    )
-    free = (
-        f"NOT EXISTS(SELECT 1 FROM {t['sight']} s WHERE s.user_id = %(me)s AND s.unit_id = u.id) "  # noqa: S608
-        f"AND NOT EXISTS(SELECT 1 FROM {t['assignment']} a "
-        "WHERE a.annotator_id = %(me)s AND a.unit_id = u.id)"
-    )
-    kept = (
-        f"EXISTS (SELECT 1 FROM {t['kept']} k WHERE k.annotator_id = %(me)s AND k.unit_id = u.id)"  # noqa: S608
-    )
-    key = (
-        f'(SELECT p."key" FROM {t["position"]} p WHERE p.order_id = %(order)s AND p.unit_id = u.id)'  # noqa: S608
-    )
-
-    def held(side: str) -> str:
-        # Up to the threshold of the units held by others whose hint is on one side of
-        # the caller's id; in the index's order, so that its scan stops there (a bitmap
-        # scan would read every entry first).
-        return (
-            f"SELECT * FROM (SELECT 1 FROM {t['unit']} u WHERE u.study_id = %(study)s "  # noqa: S608
-            f"AND u.assigned_count IN ({counts}) AND COALESCE(u.holder, 0) {side} %(me)s "
-            "ORDER BY u.assigned_count, COALESCE(u.holder, 0) LIMIT %(backlog)s) h"
-        )
-
-    def window(side: str) -> str:
-        # The positions on one side of the cursor, in key order, joined to their units.
-        return (
-            f'SELECT * FROM (SELECT u.id, {kept} AS kept, p."key" AS k, 1 AS backlog '  # noqa: S608
-            f'FROM (SELECT w."key", w.unit_id FROM {t["position"]} w '
-            f'WHERE w.order_id = %(order)s AND w."key" {side} %(cursor)s '
-            f'ORDER BY w."key", w.unit_id LIMIT %(window)s) p '
-            f"INNER JOIN {t['unit']} u ON u.id = p.unit_id "
-            f"WHERE (SELECT many FROM few) = 1 AND {others} AND {free} "
-            f'ORDER BY p."key", p.unit_id LIMIT 1{lock}) ahead'
-        )
-
-    sql = (
-        # Counted up to the threshold on unit_held: cheap when there are few.
-        # Each range of the hint its own scan: the OR of the two would be a filter on
-        # every entry of the counts instead of bounds of the scans.
-        "WITH few AS (SELECT CASE WHEN COUNT(*) >= %(backlog)s THEN 1 ELSE 0 END AS many "  # noqa: S608
-        f"FROM (SELECT 1 FROM ({held('<')} UNION ALL {held('>')}) h LIMIT %(backlog)s) c) "
-        # The arms run in turn until one gives a unit (an Append under the LIMIT); the
-        # first two run only for a backlog (a one-time filter on the count).
-        f"{window('>')} UNION ALL {window('<=')} UNION ALL "
-        f"SELECT * FROM (SELECT u.id, {kept} AS kept, {key} AS k, (SELECT many FROM few) "
-        f"FROM {t['unit']} u WHERE u.study_id = %(study)s AND {others} AND {free} "
-        f"ORDER BY {key} ASC NULLS LAST, u.id ASC LIMIT 1{lock}) everywhere LIMIT 1"
-    )
+    walks = _StartedWalks(study)
     params = {
         "me": annotator.pk,
         "study": study.pk,
@@ -490,12 +434,141 @@ def _started_unit(
         "backlog": STARTED_BACKLOG,
         "window": STARTED_WINDOW,
     }
+    postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(walks.counted() if postgres else walks.everywhere(), params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        if row[0] is not None:
+            return Started(row[0], bool(row[1]), None)
+    # A backlog: the walk of the caller's order, else every started unit after all. The
+    # walk is prepared (its planning cost about 3 ms): unlike the other walks' its plan
+    # is the same whatever the values, an index probe a step.
+    with prepared_cursor() as cursor:
+        cursor.execute(walks.backlog(), params)
         row = cursor.fetchone()
     if row is None:
-        return None
-    return Started(row[0], bool(row[1]), row[2] if row[3] else None)
+        with connection.cursor() as cursor:
+            cursor.execute(walks.everywhere(), params)
+            row = cursor.fetchone()
+    return None if row is None else Started(row[0], bool(row[1]), row[2])
+
+
+class _StartedWalks:
+    """The statements of :func:`_started_unit`. Only table names from the models'
+    metadata, the lock clause and the study's counts (integers) are interpolated; every
+    value is a query parameter (named)."""
+
+    def __init__(self, study: Study) -> None:
+        t = self.t = _tables()
+        # Each count its own equality (an IN list): then the hint's two ranges (a null
+        # hint read as 0, below every user's id) bound the scans of ``unit_held``, as its
+        # expression, rather than being tested on every entry of a range of counts. No
+        # "count >= 1" beside the list: implied by it (so the partial index applies), it
+        # would only halve the planner's estimate of the ``unit_queue`` scan instead.
+        self.counts = ", ".join(str(int(count)) for count in range(1, study.overlap))
+        self.others = (
+            f"u.assigned_count IN ({self.counts}) "
+            "AND (COALESCE(u.holder, 0) < %(me)s OR COALESCE(u.holder, 0) > %(me)s)"
+        )
+        self.free = (
+            f"NOT EXISTS(SELECT 1 FROM {t['sight']} s "  # noqa: S608
+            "WHERE s.user_id = %(me)s AND s.unit_id = u.id) "
+            f"AND NOT EXISTS(SELECT 1 FROM {t['assignment']} a "
+            "WHERE a.annotator_id = %(me)s AND a.unit_id = u.id)"
+        )
+        self.kept = (
+            f"EXISTS (SELECT 1 FROM {t['kept']} k "  # noqa: S608
+            "WHERE k.annotator_id = %(me)s AND k.unit_id = u.id)"
+        )
+        self.lock = _lock_unit_row()
+
+    def everywhere(self) -> str:
+        """Every started unit read, the first in the caller's order taken."""
+        t = self.t
+        key = (
+            f'(SELECT p."key" FROM {t["position"]} p '  # noqa: S608
+            "WHERE p.order_id = %(order)s AND p.unit_id = u.id)"
+        )
+        return (
+            f"SELECT u.id, {self.kept}, {key} FROM {t['unit']} u "  # noqa: S608
+            f"WHERE u.study_id = %(study)s AND {self.others} AND {self.free} "
+            f"ORDER BY {key} ASC NULLS LAST, u.id ASC LIMIT 1{self.lock}"
+        )
+
+    def counted(self) -> str:
+        """:meth:`everywhere` where the started units are few; where they are a backlog,
+        one row of nulls instead (a one-time filter on the count decides which runs)."""
+
+        def held(side: str) -> str:
+            # Up to the threshold of the units held by others whose hint is on one side
+            # of the caller's id; in the index's order, so that its scan stops there (a
+            # bitmap scan would read every entry first). Each range its own scan: the OR
+            # of the two would be a filter on every entry of the counts instead.
+            return (
+                f"SELECT * FROM (SELECT 1 FROM {self.t['unit']} u "  # noqa: S608
+                f"WHERE u.study_id = %(study)s AND u.assigned_count IN ({self.counts}) "
+                f"AND COALESCE(u.holder, 0) {side} %(me)s "
+                "ORDER BY u.assigned_count, COALESCE(u.holder, 0) LIMIT %(backlog)s) h"
+            )
+
+        return (
+            "WITH few AS (SELECT COUNT(*) < %(backlog)s AS few FROM (SELECT 1 FROM "  # noqa: S608
+            f"({held('<')} UNION ALL {held('>')}) h LIMIT %(backlog)s) c) "
+            f"SELECT * FROM ({self.everywhere()}) everywhere WHERE (SELECT few FROM few) "
+            "UNION ALL SELECT NULL, NULL, NULL WHERE NOT (SELECT few FROM few) LIMIT 1"
+        )
+
+    def backlog(self) -> str:
+        """The walk of the caller's order round from their started cursor: ahead of it,
+        then from the start of the order up to it (an Append under the LIMIT runs the
+        second only when the first finds nothing).
+
+        Each is a recursive query that reads one position at a time on the (order, key)
+        index and tests its unit by primary key, stopping at the first the caller may
+        take or after ``STARTED_WINDOW`` positions: one index probe a step, whatever the
+        planner's statistics say. (A join of the positions to the units, planned on
+        statistics older than a new annotator's order, sorted every position after the
+        cursor: 60-110 ms at 10⁵ units.)"""
+        t = self.t
+
+        def walk(name: str, first: str, bound: str) -> str:
+            # One position at a time from ``first``: each step the next key (within
+            # ``bound``), its unit tested; on until a hit or the window's end.
+            position = (
+                f'SELECT w."key" AS k, w.unit_id FROM {t["position"]} w '  # noqa: S608
+                "WHERE w.order_id = %(order)s"
+            )
+            step = 'ORDER BY w."key", w.unit_id LIMIT 1'
+            return (
+                f"{name}(k, unit_id, hit, n) AS (SELECT b.k, b.unit_id, {taken('b')}, 1 "  # noqa: S608
+                f"FROM ({position} {first} {step}) b UNION ALL "
+                f"SELECT x.k, x.unit_id, {taken('x')}, c.n + 1 FROM {name} c CROSS JOIN "
+                f'LATERAL ({position} AND (w."key", w.unit_id) > (c.k, c.unit_id){bound} '
+                f"{step}) x WHERE NOT c.hit AND c.n < %(window)s)"
+            )
+
+        def taken(at: str) -> str:
+            # Whether the caller may take this position's unit: held by others, free.
+            return (
+                f"EXISTS (SELECT 1 FROM {t['unit']} u WHERE u.id = {at}.unit_id "  # noqa: S608
+                f"AND {self.others} AND {self.free})"
+            )
+
+        def arm(name: str) -> str:
+            # The unit the walk stopped at, locked, its conditions checked again on the
+            # row as locked.
+            return (
+                f"SELECT * FROM (SELECT u.id, {self.kept}, f.k FROM (SELECT c.k, c.unit_id "  # noqa: S608
+                f"FROM {name} c WHERE c.hit LIMIT 1) f INNER JOIN {t['unit']} u "
+                f"ON u.id = f.unit_id WHERE {self.others} AND {self.free} "
+                f"LIMIT 1{self.lock}) {name}_unit"
+            )
+
+        ahead = walk("ahead", 'AND w."key" > %(cursor)s', "")
+        behind = walk("behind", 'AND w."key" <= %(cursor)s', ' AND w."key" <= %(cursor)s')
+        return f"WITH RECURSIVE {ahead}, {behind} {arm('ahead')} UNION ALL {arm('behind')} LIMIT 1"
 
 
 def _fresh_position(
