@@ -818,9 +818,9 @@ def _assignment_take(
     content: bool = False,
 ) -> Assignment:
     """Take a slot of the unit the walk found, and (``cursor``) move one of the order's
-    cursors to its key; ``kept``: the walk saw a kept draft of this annotator on it (restored), so
-    none is looked for when there is none; ``content``: read the unit's content with the
-    slot's write (:func:`_handed_new`)."""
+    cursors to its key; ``kept``: the walk saw a kept draft of this annotator on it
+    (restored), so none is looked for when there is none; ``content``: read the unit's
+    content with the slot's write (:func:`_handed_new`)."""
     assignment = _assignment_create(
         study=study,
         unit_id=unit_id,
@@ -930,8 +930,8 @@ def _assignment_create(
     """The slot, numbered next in this annotator's own queue of the study (and, on an
     answer pair, the order of its two answers for them); ``counted``: the unit's
     ``assigned_count`` goes up by one (a slot taken; a gold one takes none); ``cursor``:
-    one of the order's cursors moves to the unit's key; a counted slot names its annotator as the
-    unit's holder hint where it has none. Two of their tabs asking at the same
+    one of the order's cursors moves to the unit's key; a counted slot names its annotator
+    as the unit's holder hint where it has none. Two of their tabs asking at the same
     moment would take the same number: the unique constraint refuses the later one, which
     then counts again (after the first has committed)."""
     left = pair_left_is_evaluated_draw(study=study, annotator_id=annotator.pk, unit_id=unit_id)
