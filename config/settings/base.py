@@ -128,6 +128,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # One writer at a time: wait for the lock instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif not env_bool("DB_JIT", default=False):
+    # No JIT compilation: PostgreSQL compiles a statement whose estimated cost passes
+    # jit_above_cost, counting branches that never run, on every execution; the queue's
+    # started-unit read at 10⁵ units spent 93 ms compiling to run for 0.6 ms
+    # (docs/benchmarks.md, "The started-unit walk under a backlog"). Sent as a startup
+    # option; DB_JIT=1 leaves PostgreSQL's setting (for a pooler that refuses options).
+    database_options = DATABASES["default"].setdefault("OPTIONS", {})
+    database_options["options"] = f"{database_options.get('options', '')} -c jit=off".strip()
 
 # The labelling loop's fixed statements are prepared on the server once per connection
 # (audit.compiled.prepared_cursor); off for a pooler that cannot keep prepared statements
