@@ -380,8 +380,9 @@ Cursor = tuple[QueueOrder, str, int]
 #: How many units held by others with a free slot make a backlog (see :func:`_started_unit`):
 #: counted up to this many on the ``unit_held`` index. Below it every such unit is read;
 #: from it on, the caller's own order is walked instead. At 10⁵ units the two walks cost
-#: the same near 200 (docs/benchmarks.md, "The started-unit walk under a backlog").
-STARTED_BACKLOG = 256
+#: the same near 450 on a quiet machine (docs/benchmarks.md, "The started-unit walk under
+#: a backlog").
+STARTED_BACKLOG = 512
 #: The positions of the caller's order that a backlog walk reads on each side of its
 #: cursor, one at a time, before it falls back to reading every started unit.
 STARTED_WINDOW = 4_096
