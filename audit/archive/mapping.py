@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from audit.archive.models import AnswerSnapshot, Pipeline, Query, SourceSnapshot
 from audit.contract.canonical import canonical_digest_unchecked, encode_string
 from audit.contract.digests import text_digest
+
+if TYPE_CHECKING:  # pure at run time: the import's planning process loads no Django
+    from audit.archive.models import AnswerSnapshot, Pipeline, Query, SourceSnapshot
 
 
 def parse_instant(value: str) -> datetime:

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
+import subprocess
+import sys
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, BinaryIO
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from audit.archive import bulk, mapping
 from audit.archive.models import (
     AnswerSnapshot,
-    AnswerStatus,
     Codebook,
     CodebookUnit,
     ImportBatch,
@@ -30,28 +33,31 @@ from audit.archive.models import (
     Tuple,
     Unit,
 )
+from audit.archive.planning import (
+    STORED_ERRORS_LIMIT,
+    ArchiveRows,
+    LineProblem,
+    Parser,
+    Planned,
+    PlannedUnit,
+    Planner,
+    WrittenUnit,
+    archive_rows,
+    plan_chunks,
+)
 from audit.archive.selectors import codebook_registry
-from audit.contract import codebook_from_dict, codes, parse_observation_file
+from audit.contract import codebook_from_dict, codes
 from audit.contract.canonical import canonical_digest
 from audit.contract.codebook import codebook_problems
 from audit.contract.digests import (
-    answer_identity_text,
     answer_pair_digest,
-    document_order,
-    pipeline_identity_text,
-    query_documents_digest,
-    query_identity_text,
-    text_digest,
-    unit_digest_from_parts,
 )
 from audit.contract.errors import ContractError
-from audit.contract.observations import MAX_ERRORS, ErrorGroups, ObservationFile, gc_paused
+from audit.contract.observations import ErrorGroups, ObservationFile, gc_paused
 from audit.contract.streams import HashingReader, as_stream, stream_size
 from audit.contract.texts import MAX_DEPTH, text_problem
 
-#: How many line errors an import batch keeps for display; the count is always exact.
-STORED_ERRORS_LIMIT = MAX_ERRORS
-
+logger = logging.getLogger("claimgate.archive")
 
 #: The largest codebook file an upload or the command reads (a codebook is a few KiB).
 CODEBOOK_MAX_BYTES = 1024 * 1024
@@ -284,16 +290,6 @@ def codebooks_install_files(*, paths: Sequence[Path]) -> list[tuple[Codebook, bo
     return installed
 
 
-@dataclass(frozen=True)
-class LineProblem:
-    line: int
-    reason: str
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "reason": self.reason, "message": self.message}
-
-
 def import_size_problem(size: int | None) -> LineProblem | None:
     """The whole-file refusal of a file of ``size`` bytes past the import limit, if any
     (checked before a byte of it is read)."""
@@ -355,7 +351,7 @@ def observations_import(
         return _reject(batch, [too_large], lines=0)
 
     with gc_paused():  # see gc_paused: nothing the import builds is in a cycle
-        return _observations_import(study, batch, HashingReader(stream))
+        return _observations_import(study, batch, HashingReader(stream), size)
 
 
 #: Observations the import plans and writes at a time while the parse goes on: memory
@@ -363,145 +359,219 @@ def observations_import(
 #: command's peak grew by 71 MB with chunks of 1,000, 109 MB with 2,000 (and was no
 #: slower: a chunk's statements cost milliseconds).
 CHUNK_OBSERVATIONS = 1_000
+#: Files of at least this many bytes are parsed and planned by a process of their own on
+#: PostgreSQL (:class:`_PlanningProcess`), beside this one's writes; smaller ones, files of
+#: unknown size and the embedded default (SQLite) in a thread here (:class:`_PlanningHere`).
+#: Starting the process costs about 0.1 s.
+PLANNING_PROCESS_BYTES = 4 * 1024 * 1024
 
 
-def _observations_import(study: Study, batch: ImportBatch, reader: HashingReader) -> ImportBatch:
-    """Parse in a thread while this one plans and writes the good lines in chunks, in
-    one transaction: the database works on a chunk while the parser reads the next. The
-    first bad line (or a header for another codebook, or an observation repeated) stops
-    the writing; the parse still reads the whole file, so that every bad line is
-    counted, and the transaction is rolled back: nothing of the file stays. ``answer_pair``
-    files pair lines across the whole file, so they are written after the parse."""
-    parsed = ObservationFile()
-    parser = _Parser(reader, parsed)
-    planner = _Planner()
+def _observations_import(
+    study: Study, batch: ImportBatch, reader: HashingReader, size: int | None
+) -> ImportBatch:
+    """Plan and write the file's good lines in chunks, in one transaction, while the parse
+    goes on: the planning (parse, checks, normal forms, digests, the archive rows) runs
+    beside this thread's writes, so the database works on a chunk while the next is
+    planned. The first bad line (or a header for another codebook, or an observation
+    repeated) stops the writing; the parse still reads the whole file and the planning
+    goes on, so that every bad line and every repeated observation is counted, and the
+    transaction is rolled back: nothing of the file stays. ``answer_pair`` files pair
+    lines across the whole file, so they are written after the parse."""
     wanted = (study.codebook.name, study.codebook.version)
+    planning = _planning(reader, wanted, size)
     totals = [0, 0, 0]  # observations, tuples created; tuples already present
     writing = rejected = False
     stored = (True, True)
-    taken = 0
     try:
         with transaction.atomic():
-            while True:
-                finished = parser.done.is_set()
-                ready = len(parsed.lines)  # lines are appended after their observations
-                if ready - taken < CHUNK_OBSERVATIONS and not (finished and ready > taken):
-                    if finished:
-                        break
-                    parser.done.wait(0.005)
-                    continue
-                if not _streamable(parsed, wanted):
-                    parser.unpace()
-                    parser.done.wait()  # the whole-file path below decides
-                    break
-                end = ready if finished else taken + CHUNK_OBSERVATIONS
-                observations = parsed.observations[taken:end]
-                lines = parsed.lines[taken:end]
-                parsed.observations[taken:end] = [None] * (end - taken)  # freed as written
-                taken = parser.taken = end
-                units = planner.plan(observations, lines)
-                del observations
-                if planner.count or parsed.error_count:
-                    continue  # keep planning: every repeated observation is counted
+            for rows in planning.chunks():
                 if not writing:
                     writing = True
                     batch.status = ImportStatus.IMPORTED
                     batch.save()
                     bulk.check_references_per_statement()
                     stored = _stored(study)
-                created, tuples, existing, _ = _store(study, batch, units, stored=stored)
+                created, tuples, existing, _ = _store(study, batch, rows, stored=stored)
                 totals[0] += created
                 totals[1] += tuples
                 totals[2] += existing
-            parser.join()  # the parse has ended; raises what it raised
+            planned = planning.join()  # the parse has ended; raises what it raised
             reader.drain()
             batch.file_sha256 = reader.hexdigest()
             batch.file_bytes = reader.bytes_read
-            if writing and (parsed.error_count or planner.count):
+            if writing and (planned.parsed.error_count or planned.count):
                 transaction.set_rollback(True)
                 rejected = True
             elif writing:
                 bulk.check_references_at_commit()
-                batch.lines = parsed.lines_read
+                batch.lines = planned.parsed.lines_read
                 batch.observations_created, batch.tuples_created, batch.tuples_existing = totals
                 if totals[0] == 0 and totals[1] == 0:
                     batch.status = ImportStatus.UNCHANGED
                 batch.save()
     finally:
-        parser.stop()
+        planning.stop()
     if rejected:  # its row went with the rollback
         batch.pk = None
         batch.status = ImportStatus.IMPORTED
     if not writing or rejected:
-        if taken:  # lines planned (and rolled back, or refused): decide on what was found
-            return _refused(study, batch, parsed, wanted, planner)
-        return _import_parsed(study, batch, parsed, wanted)
+        if planned.taken:  # lines planned (and rolled back, or refused): decide on them
+            return _refused(study, batch, planned, wanted)
+        return _import_parsed(study, batch, planned.parsed, wanted)
     return batch
 
 
-class _Parser:
-    """:func:`parse_observation_file` into ``parsed`` in a thread of its own (the parse
-    touches no database); an exception in it is raised again by :meth:`join`.
+def _planning(
+    reader: HashingReader, wanted: tuple[str, str], size: int | None
+) -> _PlanningHere | _PlanningProcess:
+    """The planning of a file: in a process of its own for a large file on PostgreSQL
+    (where one can be started), else here."""
+    if connection.vendor == "postgresql" and size is not None and size >= PLANNING_PROCESS_BYTES:
+        try:
+            return _PlanningProcess(reader, wanted)
+        except OSError as exc:
+            logger.warning("import planned in the writing process: %s", exc)
+    return _PlanningHere(reader, wanted)
 
-    The parser reads on while fewer than ``AHEAD`` chunks of good lines wait to be taken
-    (``taken``, set by the importing thread), so memory holds a few chunks whatever the
-    file's size; :meth:`unpace` lets it read the rest at once (a file parsed whole)."""
 
-    AHEAD = 2
+class _PlanningHere:
+    """The parse in a thread (:class:`~audit.archive.planning.Parser`), the planning of
+    each chunk in the writing thread, between its writes."""
 
-    def __init__(self, reader: HashingReader, parsed: ObservationFile) -> None:
-        self.done = threading.Event()
-        self.failure: BaseException | None = None
-        self.taken = 0
-        self.paced = True
-        registry = codebook_registry()  # read here: the thread makes no query
-        limit = self.AHEAD * CHUNK_OBSERVATIONS
-        lines = parsed.lines
+    def __init__(self, reader: HashingReader, wanted: tuple[str, str]) -> None:
+        self.wanted = wanted
+        self.parsed = ObservationFile()
+        self.planner = Planner()
+        registry = codebook_registry()  # read here: the parse's thread makes no query
+        self.parser = Parser(reader, self.parsed, registry, CHUNK_OBSERVATIONS)
 
-        def read(size: int = -1) -> bytes:
-            while self.paced and len(lines) - self.taken >= limit:
-                time.sleep(0.005)
-            return reader.read(size)
+    def chunks(self) -> Iterator[ArchiveRows]:
+        return plan_chunks(self.parser, self.parsed, self.wanted, CHUNK_OBSERVATIONS, self.planner)
 
-        paced = SimpleNamespace(read=read)
-
-        def run() -> None:
-            try:
-                parse_observation_file(paced, registry, into=parsed)  # type: ignore[arg-type]
-            except BaseException as exc:  # handed to the importing thread
-                self.failure = exc
-            finally:
-                self.done.set()
-
-        self.thread = threading.Thread(target=run, name="claimgate-import-parse", daemon=True)
-        self.thread.start()
-
-    def unpace(self) -> None:
-        self.paced = False
+    def join(self) -> Planned:
+        self.parser.join()
+        planner = self.planner
+        return Planned(self.parsed, planner.problems, planner.count, self.parser.taken)
 
     def stop(self) -> None:
         """Let the parse read to the end, and wait for it."""
-        self.unpace()
-        self.thread.join()
+        self.parser.stop()
 
-    def join(self) -> None:
-        """:meth:`stop`, then raise what the parse raised, if anything."""
-        self.stop()
+
+class PlanningProcessError(RuntimeError):
+    """The import's planning process stopped before it answered."""
+
+
+class _PlanningProcess:
+    """The parse and the planning in a process of their own (``python -m
+    audit.archive.planning``), so that their Python runs on another core than this
+    thread's writes, with no interpreter lock between them (a thread here gained nothing:
+    docs/benchmarks.md, "Import: fourth round").
+
+    A thread sends it the file in blocks as it is read (``reader`` hashes them); the
+    process answers the archive rows of each chunk that may be written, then what it
+    found. A pipe holds about one chunk: the file is read as fast as chunks are written,
+    so memory stays flat on both sides."""
+
+    BLOCK = 256 * 1024
+
+    def __init__(self, reader: HashingReader, wanted: tuple[str, str]) -> None:
+        codebooks = [
+            ((name, version), definition)
+            for name, version, definition in Codebook.objects.values_list(
+                "name", "version", "definition"
+            )
+        ]
+        root = str(Path(__file__).resolve().parents[2])  # the folder holding ``audit``
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "audit.archive.planning"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        if self.process.stdin is None or self.process.stdout is None:  # pipes were asked for
+            raise OSError("the planning process has no pipes")
+        self.connection = Connection(os.dup(self.process.stdin.fileno()), readable=False)
+        self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
+        self.process.stdin.close()
+        self.process.stdout.close()
+        self.reader = reader
+        self.failure: BaseException | None = None
+        self.stopping = threading.Event()
+        self.planned: Planned | None = None
+        try:
+            self.connection.send(
+                {"codebooks": codebooks, "wanted": wanted, "chunk": CHUNK_OBSERVATIONS}
+            )
+        except OSError:
+            self.stop()
+            raise
+        self.feeder = threading.Thread(target=self._feed, name="claimgate-import-feed", daemon=True)
+        self.feeder.start()
+
+    def _feed(self) -> None:
+        """Send the file's blocks, then an empty one; a process that stopped reading (its
+        parse ended early, or it failed) leaves the rest to ``reader.drain``."""
+        try:
+            while not self.stopping.is_set():
+                block = self.reader.read(self.BLOCK)
+                self.connection.send_bytes(block)
+                if not block:
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        except BaseException as exc:  # reading the upload failed: raised by join
+            self.failure = exc
+            self.stopping.set()
+            with contextlib.suppress(OSError):
+                self.connection.close()
+
+    def _answer(self) -> tuple[str, Any]:
+        try:
+            return self.answers.recv()
+        except (EOFError, OSError) as exc:
+            if self.failure is not None:
+                raise self.failure from exc
+            raise PlanningProcessError(f"the import's planning process stopped: {exc}") from exc
+
+    def chunks(self) -> Iterator[ArchiveRows]:
+        while True:
+            kind, value = self._answer()
+            if kind == "rows":
+                yield value
+                continue
+            if kind == "failed":
+                if self.failure is not None:
+                    raise self.failure
+                raise PlanningProcessError(f"the import's planning failed:\n{value}")
+            self.planned = value
+            return
+
+    def join(self) -> Planned:
+        if self.planned is None:  # the caller stopped taking chunks: read to the end
+            for _ in self.chunks():
+                pass
+        self.feeder.join()
         if self.failure is not None:
             raise self.failure
+        assert self.planned is not None
+        return self.planned
 
-
-def _streamable(parsed: ObservationFile, wanted: tuple[str, str]) -> bool:
-    """Whether the lines parsed so far may be written before the parse ends: a header
-    for the study's codebook, no bad line yet, and not an ``answer_pair`` file."""
-    header = parsed.header
-    return (
-        header is not None
-        and header.codebook_key == wanted
-        and parsed.codebook is not None
-        and parsed.codebook.unit != CodebookUnit.ANSWER_PAIR
-        and not parsed.error_count
-    )
+    def stop(self) -> None:
+        """Close the pipes and end the process (done, or the writing failed)."""
+        self.stopping.set()
+        for end in (self.connection, self.answers):
+            with contextlib.suppress(OSError):
+                end.close()
+        if getattr(self, "feeder", None) is not None:
+            self.feeder.join()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def _file_problems(
@@ -528,16 +598,13 @@ def _file_problems(
 
 
 def _refused(
-    study: Study,
-    batch: ImportBatch,
-    parsed: ObservationFile,
-    wanted: tuple[str, str],
-    planner: _Planner,
+    study: Study, batch: ImportBatch, planned: Planned, wanted: tuple[str, str]
 ) -> ImportBatch:
     """The refusal of a file some of whose lines were planned before a problem showed."""
+    parsed = planned.parsed
     problems, count, groups = _file_problems(study, parsed, wanted)
     if not problems:
-        problems, count, groups = planner.problems, planner.count, None
+        problems, count, groups = planned.problems, planned.count, None
     return _reject(batch, problems, lines=parsed.lines_read, count=count, groups=groups)
 
 
@@ -549,9 +616,9 @@ def _import_parsed(
     problems, count, groups = _file_problems(study, parsed, wanted)
     # Every line read, bad ones included: the numbers the errors name are within it.
     line_count = parsed.lines_read
-    units: list[_Unit] = []
+    units: list[PlannedUnit] = []
     if not problems and parsed.header is not None:
-        planner = _Planner()
+        planner = Planner()
         units = planner.plan(parsed.observations, parsed.lines)
         problems, count, groups = planner.problems, planner.count, None
     if problems:
@@ -561,7 +628,7 @@ def _import_parsed(
         batch.lines = line_count
         batch.save()
         created_observations, created_tuples, existing_tuples, created_pairs = _store(
-            study, batch, units, parsed.pairs
+            study, batch, archive_rows(units, study.codebook.unit), parsed.pairs
         )
         batch.observations_created = created_observations
         batch.tuples_created = created_tuples
@@ -597,81 +664,6 @@ def _reject(
     batch.error_groups = groups
     batch.save()
     return batch
-
-
-@dataclass
-class _Unit:
-    """One observation line on its way into the archive, in its normal form.
-
-    ``answer_key`` and ``pipeline_text`` are filled when the planner has them (the
-    archive key of ``answer``; the canonical identity text of the pipeline, whose digest is
-    the pipeline's archive key); otherwise :func:`_store` computes them."""
-
-    position: int
-    digest: str
-    observation: dict[str, Any]
-    answer: dict[str, Any]
-    sources: list[dict[str, Any]]
-    answer_key: str = ""
-    pipeline_text: str = ""
-
-
-class _Planner:
-    """Normalize each line and compute its unit digest (over the answer as the archive
-    will store it); refuse a file that holds the same observation twice (``problems``,
-    the first ones, and ``count``, all of them), across the chunks of a file.
-
-    The unit digest is assembled from the identity texts of its parts (same bytes as
-    :func:`audit.contract.digests.unit_digest`); the answer's text is also the input of
-    its archive key, so the answer is serialized once."""
-
-    def __init__(self) -> None:
-        self.problems: list[LineProblem] = []
-        self.count = 0
-        self.first_line: dict[str, int] = {}
-
-    def plan(self, observations: Sequence[dict], lines: Sequence[int]) -> list[_Unit]:
-        units = []
-        problems = self.problems
-        first_line = self.first_line
-        answer_normal = mapping.answer_normal
-        source_normal = mapping.source_normal
-        for position, observation in zip(lines, observations, strict=True):
-            answer = answer_normal(observation["answer"])
-            sources = [source_normal(s) for s in observation.get("sources", ())]
-            answer_text = answer_identity_text(answer)
-            pipeline_text = pipeline_identity_text(observation["pipeline"])
-            digest = unit_digest_from_parts(
-                answer_text=answer_text,
-                query_text=query_identity_text(observation["query"]),
-                source_digests=[source["digest"] for source in sources],
-                pipeline_text=pipeline_text,
-            )
-            if digest in first_line:
-                self.count += 1
-                if len(problems) < STORED_ERRORS_LIMIT:
-                    problems.append(
-                        LineProblem(
-                            position,
-                            codes.DUPLICATE_OBSERVATION,
-                            f"this observation repeats line {first_line[digest]} (same query, "
-                            "answer snapshot, sources and pipeline)",
-                        )
-                    )
-                continue
-            first_line[digest] = position
-            units.append(
-                _Unit(
-                    position,
-                    digest,
-                    observation,
-                    answer,
-                    sources,
-                    text_digest(answer_text),
-                    pipeline_text,
-                )
-            )
-        return units
 
 
 _OBSERVATION_COLUMNS = (
@@ -710,18 +702,21 @@ _TUPLE_UNIT = (
 def _store(
     study: Study,
     batch: ImportBatch,
-    units: Sequence[_Unit],
+    rows: ArchiveRows,
     pairs: Sequence[tuple[int, int]] = (),
     stored: tuple[bool, bool] | None = None,
 ) -> tuple[int, int, int, int]:
-    """Write the new archive rows, observations, tuples and units; return the counts of
-    new observations, new tuples, tuples already present and new answer pairs.
+    """Write the new archive rows, observations, tuples and units of ``rows``
+    (:func:`~audit.archive.planning.archive_rows` of a file's units, or of a chunk's);
+    return the counts of new observations, new tuples, tuples already present and new
+    answer pairs.
 
-    ``pairs``: ``(evaluated, baseline)`` positions in ``units`` (an ``answer_pair`` file);
-    a pair's unit is created even when both of its observations were imported before.
-    ``stored``: whether the study held observations and tuples before this file
+    ``pairs``: ``(evaluated, baseline)`` positions in ``rows.units`` (an ``answer_pair``
+    file); a pair's unit is created even when both of its observations were imported
+    before. ``stored``: whether the study held observations and tuples before this file
     (:func:`_stored`); a chunk of a file need not look up what earlier chunks wrote, as
     the file holds no observation or tuple twice."""
+    units = rows.units
     # The first file of a study finds nothing: two cheap probes spare the look-ups.
     any_units, any_tuples = _stored(study) if stored is None else stored
     existing_units = (
@@ -730,12 +725,7 @@ def _store(
         else {}
     )
     existing_tuples = (
-        bulk.ids_by(
-            Tuple,
-            "digest",
-            [s["tuple_digest"] for u in units for s in u.observation.get("sources", ())],
-            study_id=study.pk,
-        )
+        bulk.ids_by(Tuple, "digest", [t[0] for u in units for t in u.tuples], study_id=study.pk)
         if any_tuples
         else {}
     )
@@ -744,46 +734,19 @@ def _store(
         created_pairs = _create_pair_units(study, units, pairs, existing_units)
         return 0, 0, len(existing_tuples), created_pairs
 
-    # One pass over the new units: each archive row once per key (a file may repeat a
-    # query, a pipeline or a source), and each unit's keys in file order.
-    queries: dict[str, tuple] = {}
-    pipelines: dict[str, tuple] = {}
-    answers: dict[str, tuple] = {}
-    sources: dict[str, tuple] = {}
-    pipeline_keys: dict[str, str] = {}
-    planned = []
-    for unit in new_units:
-        observation = unit.observation
-        query = mapping.query_row(mapping.query_normal(observation["query"]))
-        queries.setdefault(query[0], query)
-        pipeline_normal = mapping.pipeline_normal(observation["pipeline"])
-        if unit.pipeline_text:
-            key = pipeline_keys.get(unit.pipeline_text)
-            if key is None:
-                key = pipeline_keys[unit.pipeline_text] = text_digest(unit.pipeline_text)
-            pipeline = mapping.pipeline_row(pipeline_normal, key=key)
-        else:
-            pipeline = mapping.pipeline_row(pipeline_normal)
-        pipelines.setdefault(pipeline[0], pipeline)
-        answer = mapping.answer_row(unit.answer, key=unit.answer_key or None)
-        answers.setdefault(answer[0], answer)
-        source_keys = []
-        for normal in unit.sources:
-            source = mapping.source_row(normal)
-            sources.setdefault(source[0], source)
-            source_keys.append(source[0])
-        planned.append((unit, query[0], pipeline[0], answer[0], source_keys))
-    query_ids = bulk.upsert_rows(Query, mapping.QUERY_COLUMNS, list(queries.values()), key="key")
+    new_rows = rows if len(new_units) == len(units) else rows.of({u.digest for u in new_units})
+    planned = new_rows.planned
+    query_ids = bulk.upsert_rows(Query, mapping.QUERY_COLUMNS, new_rows.queries, key="key")
     pipeline_ids = bulk.upsert_rows(
-        Pipeline, mapping.PIPELINE_COLUMNS, list(pipelines.values()), key="key"
+        Pipeline, mapping.PIPELINE_COLUMNS, new_rows.pipelines, key="key"
     )
     answer_ids = bulk.upsert_rows(
-        AnswerSnapshot, mapping.ANSWER_COLUMNS, list(answers.values()), key="key"
+        AnswerSnapshot, mapping.ANSWER_COLUMNS, new_rows.answers, key="key"
     )
     source_ids = bulk.upsert_rows(
-        SourceSnapshot, mapping.SOURCE_COLUMNS, list(sources.values()), key="key"
+        SourceSnapshot, mapping.SOURCE_COLUMNS, new_rows.sources, key="key"
     )
-    del queries, pipelines, answers, sources
+    del new_rows
 
     study_id = study.pk
     observation_ids = bulk.insert_rows(
@@ -812,15 +775,13 @@ def _store(
         query_id = query_ids[query]
         pipeline_id = pipeline_ids[pipeline]
         answer_id = answer_ids[answer]
-        for index, (source, key) in enumerate(
-            zip(unit.observation.get("sources", ()), source_keys, strict=True)
+        for index, ((digest, stratum, probability), key) in enumerate(
+            zip(unit.tuples, source_keys, strict=True)
         ):
             # The same tuple under another answer unit of this study is the same tuple.
-            digest = source["tuple_digest"]
             if digest in seen:
                 continue
             seen.add(digest)
-            sampling = source.get("sampling") or {}
             tuple_rows.append(
                 (
                     study_id,
@@ -831,8 +792,8 @@ def _store(
                     answer_id,
                     source_ids[key],
                     index,
-                    sampling.get("stratum"),
-                    sampling.get("inclusion_probability"),
+                    stratum,
+                    probability,
                 )
             )
     _create_units(study, new_units, observation_ids, tuple_rows)
@@ -850,7 +811,7 @@ def _stored(study: Study) -> tuple[bool, bool]:
 
 def _create_units(
     study: Study,
-    new_units: Sequence[_Unit],
+    new_units: Sequence[WrittenUnit],
     observation_ids: dict[str, int],
     tuple_rows: Sequence[tuple],
 ) -> None:
@@ -870,9 +831,9 @@ def _create_units(
         return
     if kind == CodebookUnit.QUERY_DOCUMENTS:
         planned = {
-            _documents_digest(unit): observation_ids[unit.digest]
+            unit.documents: observation_ids[unit.digest]
             for unit in new_units
-            if unit.answer["status"] == AnswerStatus.COMPLETE and unit.sources
+            if unit.documents is not None
         }
         # The same documents of the same observation may already be a unit (a file
         # naming them in another source order gives another observation).
@@ -886,27 +847,16 @@ def _create_units(
         rows = [
             (study.pk, observation_ids[unit.digest], unit.digest)
             for unit in new_units
-            if unit.answer["status"] == AnswerStatus.COMPLETE
+            if unit.complete
         ]
     bulk.insert_rows(
         Unit, ("study_id", "observation_id", "digest"), rows, returning=None, study_id=study.pk
     )
 
 
-def _documents_digest(unit: _Unit) -> str:
-    """The ``query_documents`` unit digest of an observation: its sources in rank order."""
-    observation = unit.observation
-    return query_documents_digest(
-        query=observation["query"],
-        answer=unit.answer,
-        document_digests=[unit.sources[index]["digest"] for index in document_order(unit.sources)],
-        pipeline=observation["pipeline"],
-    )
-
-
 def _create_pair_units(
     study: Study,
-    units: Sequence[_Unit],
+    units: Sequence[WrittenUnit],
     pairs: Sequence[tuple[int, int]],
     observation_ids: dict[str, int],
 ) -> int:

@@ -34,13 +34,13 @@ from annotator.adjudication.services import labels_agree
 from annotator.labelling.models import Label, LabelKind
 from audit.archive import bulk, mapping
 from audit.archive.models import CodebookUnit, ImportBatch, ImportStatus, Study, Unit, UnitState
+from audit.archive.planning import PlannedUnit, archive_rows
 from audit.archive.selectors import codebook_registry
 from audit.archive.services import (
     STORED_ERRORS_LIMIT,
     LineProblem,
     _reject,
     _store,
-    _Unit,
     import_batch_start,
     import_size_problem,
 )
@@ -182,7 +182,9 @@ def records_import(
         batch.lines = lines
         batch.save()
         units = _plan(study, records)
-        created_obs, created_tuples, existing_tuples, _ = _store(study, batch, units)
+        created_obs, created_tuples, existing_tuples, _ = _store(
+            study, batch, archive_rows(units, study.codebook.unit)
+        )
         fresh = [item for item in records if item[1]["record_digest"] not in existing]
         created = _labels_store(study, fresh)
         batch.observations_created = created_obs
@@ -212,7 +214,7 @@ def _tuple_digest(record: dict[str, Any], source: dict[str, Any]) -> str:
     )
 
 
-def _plan(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> list[_Unit]:
+def _plan(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> list[PlannedUnit]:
     """One planned observation per answer unit, in the form the observation import
     stores (audit.archive.services._store)."""
     groups: dict[str, dict[str, Any]] = {}
@@ -257,7 +259,7 @@ def _plan(study: Study, records: list[tuple[int, dict[str, Any], Any]]) -> list[
             "sources": sources,
         }
         units.append(
-            _Unit(
+            PlannedUnit(
                 group["position"],
                 digest,
                 observation,
