@@ -61,18 +61,6 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 _NAME_LIMIT = 200
 
 
-@dataclass(frozen=True)
-class LineProblem:
-    """A refused line: its number (0 for the whole file), a reason code and a sentence."""
-
-    line: int
-    reason: str
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "reason": self.reason, "message": self.message}
-
-
 class PredictionLineError(ValueError):
     """One bad line (or header): ``code`` a reason code, ``message`` a sentence naming the
     field."""

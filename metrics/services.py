@@ -31,7 +31,7 @@ from django.utils import timezone
 from audit.archive.models import Study
 from audit.contract import codes
 from audit.contract.canonical import canonical_digest_unchecked
-from audit.contract.errors import ContractError
+from audit.contract.errors import ContractError, LineProblem
 from audit.contract.observations import MAX_LINE_BYTES, MAX_LINES, decode_line
 from audit.contract.streams import HashingReader, as_stream, read_lines, stream_size
 from audit.partitions.models import StudyFreeze
@@ -52,7 +52,6 @@ from metrics.predictions import (
     PREDICTIONS_NOT_GOLD,
     STUDY_NOT_FROZEN,
     UNKNOWN_UNIT,
-    LineProblem,
     PredictionLineError,
     header_parse,
     line_parse,

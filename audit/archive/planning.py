@@ -36,20 +36,11 @@ from audit.contract.digests import (
     text_digest,
     unit_digest_from_parts,
 )
+from audit.contract.errors import LineProblem
 from audit.contract.observations import MAX_ERRORS, ObservationFile, gc_paused
 
 #: How many line errors an import batch keeps for display; the count is always exact.
 STORED_ERRORS_LIMIT = MAX_ERRORS
-
-
-@dataclass(frozen=True)
-class LineProblem:
-    line: int
-    reason: str
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "reason": self.reason, "message": self.message}
 
 
 @dataclass

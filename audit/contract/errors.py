@@ -1,6 +1,23 @@
-"""The one exception of the record contract: a reason code and a sentence."""
+"""The one exception of the record contract: a reason code and a sentence; and the same
+pair as a refused line of an uploaded file (:class:`LineProblem`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """A refused line of a file: its number (0 for the whole file), a reason code and a
+    sentence (the import of observations, partitions and predictions)."""
+
+    line: int
+    reason: str
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "reason": self.reason, "message": self.message}
 
 
 class ContractError(Exception):

@@ -7,10 +7,9 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from audit.contract import codes
-from audit.contract.errors import ContractError
+from audit.contract.errors import ContractError, LineProblem
 from audit.contract.texts import bad_text, loads_checked
 from audit.partitions.rules import (
     BAD_DIGEST,
@@ -23,16 +22,6 @@ from audit.partitions.rules import (
     PARTITIONS,
     UNKNOWN_DIGEST,
 )
-
-
-@dataclass(frozen=True)
-class LineProblem:
-    line: int
-    reason: str
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "reason": self.reason, "message": self.message}
 
 
 @dataclass(frozen=True)
