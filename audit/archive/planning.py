@@ -14,7 +14,6 @@ standard error.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ from audit.contract.digests import (
 )
 from audit.contract.errors import LineProblem
 from audit.contract.observations import MAX_ERRORS, ObservationFile, gc_paused
+from audit.processes import served_pipes
 
 #: How many line errors an import batch keeps for display; the count is always exact.
 STORED_ERRORS_LIMIT = MAX_ERRORS
@@ -388,9 +388,7 @@ def serve(connection: Connection, answers: Connection) -> None:
 def main() -> None:
     """The planning process: its start message and the file from standard input, its
     answers on standard output (which nothing else writes to)."""
-    connection = Connection(os.dup(0), writable=False)
-    answers = Connection(os.dup(1), readable=False)
-    os.dup2(2, 1)
+    connection, answers = served_pipes()
     try:
         serve(connection, answers)
     except BaseException:

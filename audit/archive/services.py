@@ -5,13 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -56,6 +53,7 @@ from audit.contract.errors import ContractError
 from audit.contract.observations import ErrorGroups, ObservationFile, gc_paused
 from audit.contract.streams import HashingReader, as_stream, stream_size
 from audit.contract.texts import MAX_DEPTH, text_problem
+from audit.processes import module_process
 
 logger = logging.getLogger("claimgate.archive")
 
@@ -482,21 +480,7 @@ class _PlanningProcess:
                 "name", "version", "definition"
             )
         ]
-        root = str(Path(__file__).resolve().parents[2])  # the folder holding ``audit``
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "audit.archive.planning"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-        )
-        if self.process.stdin is None or self.process.stdout is None:  # pipes were asked for
-            raise OSError("the planning process has no pipes")
-        self.connection = Connection(os.dup(self.process.stdin.fileno()), readable=False)
-        self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
-        self.process.stdin.close()
-        self.process.stdout.close()
+        self.process, self.connection, self.answers = module_process("audit.archive.planning")
         self.reader = reader
         self.failure: BaseException | None = None
         self.stopping = threading.Event()

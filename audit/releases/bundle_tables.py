@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import pickle
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from audit.processes import module_process, served_pipes
 from audit.releases import formats as rf
 
 logger = logging.getLogger("claimgate.releases")
@@ -237,26 +237,12 @@ class TableProcess:
     its two pipes."""
 
     def __init__(self, directory: Path, tables: Sequence[rf.Table]) -> None:
-        # The folder that holds the ``audit`` package, wherever the build was started from.
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
         # Arrow's buffers from the C library's allocator, which hands a freed row group's
         # memory to the next: ~10-17 MB less at the peak than its default pool (mimalloc,
         # whose arenas are reserved as pyarrow loads). An allocator never decides bytes.
-        env["ARROW_DEFAULT_MEMORY_POOL"] = "system"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "audit.releases.bundle_tables"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
+        self.process, self.connection, self.answers = module_process(
+            "audit.releases.bundle_tables", {"ARROW_DEFAULT_MEMORY_POOL": "system"}
         )
-        if self.process.stdin is None or self.process.stdout is None:  # pipes were asked for
-            raise TableProcessError("the process writing the tables has no pipes")
-        self.connection = Connection(os.dup(self.process.stdin.fileno()), readable=False)
-        self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
-        self.process.stdin.close()
-        self.process.stdout.close()
         self.closed = False
         #: Each written file's SHA-256 by file name, once :meth:`finish` returned.
         self.sums: dict[str, str] = {}
@@ -449,9 +435,7 @@ def main() -> None:
     # process's peak; the writers give it Python values only (tests/releases/
     # test_table_process.py: the same bytes as the build's own writers, numpy loaded).
     sys.modules.setdefault("numpy", None)  # type: ignore[assignment]
-    connection = Connection(os.dup(0), writable=False)
-    answers = Connection(os.dup(1), readable=False)
-    os.dup2(2, 1)
+    connection, answers = served_pipes()
     directory, tables = connection.recv()
     serve(connection, answers, directory, tables)
 
