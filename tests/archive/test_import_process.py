@@ -41,18 +41,21 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 @pytest.fixture(autouse=True)
 def through_the_process(monkeypatch):
-    """Every import of the test plans in the process; each process has ended after it."""
+    """Every import of the test asks for the planning process; each process started has
+    ended after it."""
     monkeypatch.setattr(services, "PLANNING_PROCESS_BYTES", 0)
+    asked: list[object] = []
     started: list[subprocess.Popen] = []
     real = services._PlanningProcess.__init__
 
     def recording(self, *args, **kwargs):
+        asked.append(self)
         real(self, *args, **kwargs)
         started.append(self.process)
 
     monkeypatch.setattr(services._PlanningProcess, "__init__", recording)
     yield started
-    assert started, "no import went through the planning process"
+    assert asked, "no import asked for the planning process"
     assert all(process.poll() is not None for process in started)
 
 
@@ -157,3 +160,32 @@ def test_a_line_error_found_by_the_process_is_named_with_its_line(study):
     assert batch.error_count == 1
     assert batch.errors[0]["reason"] != codes.DUPLICATE_OBSERVATION
     assert archive_counts() == dict.fromkeys(archive_counts(), 0)
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_planning_process_that_dies_fails_the_import_and_leaves_nothing(study, monkeypatch):
+    started = services.module_process
+    monkeypatch.setattr(
+        services, "module_process", lambda module: started("tests.archive.dying_planner")
+    )
+    data = jsonl(*(observation(n) for n in range(1, 9)))
+
+    with pytest.raises(services.PlanningProcessError, match="planning process stopped"):
+        observations_import(study=study, data=data, file_name="dies.jsonl")
+
+    assert archive_counts() == dict.fromkeys(archive_counts(), 0)
+    assert not ImportBatch.objects.filter(status=ImportStatus.IMPORTED).exists()
+
+
+def test_where_no_process_can_start_the_import_plans_in_its_own(study, monkeypatch, caplog):
+    def refused(module: str) -> None:
+        raise OSError("no process may be started here")
+
+    monkeypatch.setattr(services, "module_process", refused)
+    data = jsonl(*(observation(n) for n in range(1, 5)))
+
+    batch = observations_import(study=study, data=data, file_name="here.jsonl")
+
+    assert batch.status == ImportStatus.IMPORTED
+    assert batch.tuples_created == 8
+    assert "no process may be started here" in caplog.text
