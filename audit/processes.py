@@ -46,3 +46,13 @@ def served_pipes() -> tuple[Connection, Connection]:
     answers = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)
     return connection, answers
+
+
+def ended(process: subprocess.Popen, timeout: float) -> int:
+    """Wait up to ``timeout`` seconds for ``process`` to end (its pipes closed, it ends at
+    the end of its input), then kill it; its exit status."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()

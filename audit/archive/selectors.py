@@ -11,12 +11,19 @@ from audit.archive.models import Codebook, ImportBatch, Observation, Study, Tupl
 from audit.contract import codebook_from_dict
 
 
+def codebook_definitions() -> list[tuple[tuple[str, str], dict[str, Any]]]:
+    """Every stored codebook version's definition (its JSON), with its (name, version)."""
+    return [
+        ((name, version), definition)
+        for name, version, definition in Codebook.objects.values_list(
+            "name", "version", "definition"
+        )
+    ]
+
+
 def codebook_registry() -> dict[tuple[str, str], Any]:
     """Every stored codebook version, parsed for the checker, keyed by (name, version)."""
-    return {
-        (row.name, row.version): codebook_from_dict(row.definition)
-        for row in Codebook.objects.all()
-    }
+    return {key: codebook_from_dict(definition) for key, definition in codebook_definitions()}
 
 
 def codebooks_with_use() -> QuerySet[Codebook]:

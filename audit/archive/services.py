@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from audit.archive.planning import (
     archive_rows,
     plan_chunks,
 )
-from audit.archive.selectors import codebook_registry
+from audit.archive.selectors import codebook_definitions, codebook_registry
 from audit.contract import codebook_from_dict, codes
 from audit.contract.canonical import canonical_digest
 from audit.contract.codebook import codebook_problems
@@ -53,7 +52,7 @@ from audit.contract.errors import ContractError
 from audit.contract.observations import ErrorGroups, ObservationFile, gc_paused
 from audit.contract.streams import HashingReader, as_stream, stream_size
 from audit.contract.texts import MAX_DEPTH, text_problem
-from audit.processes import module_process
+from audit.processes import ended, module_process
 
 logger = logging.getLogger("claimgate.archive")
 
@@ -474,12 +473,7 @@ class _PlanningProcess:
     BLOCK = 256 * 1024
 
     def __init__(self, reader: HashingReader, wanted: tuple[str, str]) -> None:
-        codebooks = [
-            ((name, version), definition)
-            for name, version, definition in Codebook.objects.values_list(
-                "name", "version", "definition"
-            )
-        ]
+        codebooks = codebook_definitions()  # the process parses them (it makes no query)
         self.process, self.connection, self.answers = module_process("audit.archive.planning")
         self.reader = reader
         self.failure: BaseException | None = None
@@ -551,11 +545,7 @@ class _PlanningProcess:
                 end.close()
         if getattr(self, "feeder", None) is not None:
             self.feeder.join()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        ended(self.process, timeout=5)
 
 
 def _file_problems(

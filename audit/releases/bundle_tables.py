@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import pickle
-import subprocess
 import sys
 import time
 import traceback
@@ -36,7 +35,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from audit.processes import module_process, served_pipes
+from audit.processes import ended, module_process, served_pipes
 from audit.releases import formats as rf
 
 logger = logging.getLogger("claimgate.releases")
@@ -304,11 +303,7 @@ class TableProcess:
             self.pending.clear()
             self.connection.close()
             self.answers.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        ended(self.process, timeout=10)
 
 
 class TableSink:

@@ -135,20 +135,27 @@ def test_an_observation_repeated_in_a_later_chunk_is_named_and_nothing_stays(stu
     assert archive_counts() == dict.fromkeys(archive_counts(), 0)
 
 
-def test_a_failure_while_a_chunk_is_written_leaves_nothing_behind(study, monkeypatch):
-    # given a database write that fails on the third chunk (after two were written)
-    monkeypatch.setattr(services, "CHUNK_OBSERVATIONS", 2)
+def store_failing_on(monkeypatch, call: int) -> list[int]:
+    """Make the ``call``-th chunk's write fail with a real error from the database; the
+    list of the calls made."""
     real_store = services._store
-    calls = []
+    calls: list[int] = []
 
     def failing_store(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 3:
-            with connection.cursor() as cursor:  # a real error from the database
+        if len(calls) == call:
+            with connection.cursor() as cursor:
                 cursor.execute("INSERT INTO audit_tuple (id) VALUES (NULL)")
         return real_store(*args, **kwargs)
 
     monkeypatch.setattr(services, "_store", failing_store)
+    return calls
+
+
+def test_a_failure_while_a_chunk_is_written_leaves_nothing_behind(study, monkeypatch):
+    # given a database write that fails on the third chunk (after two were written)
+    monkeypatch.setattr(services, "CHUNK_OBSERVATIONS", 2)
+    calls = store_failing_on(monkeypatch, 3)
     data = jsonl(*(observation(n) for n in range(1, 9)))
 
     # when imported, the error reaches the caller

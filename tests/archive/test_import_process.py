@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from audit.archive import services
 from audit.archive.models import ImportBatch, ImportStatus, Study
@@ -21,6 +21,7 @@ from tests.archive.builders import HEADER, jsonl, observation
 from tests.archive.test_import_chunks import (  # noqa: F401 (collected again, here)
     archive_counts,
     small_chunks,
+    store_failing_on,
     test_a_bad_line_after_written_chunks_leaves_nothing_and_is_named,
     test_a_file_overlapping_an_earlier_one_adds_only_the_new_rows,
     test_a_file_written_in_chunks_stores_every_row_once,
@@ -128,23 +129,14 @@ def test_a_file_for_another_codebook_is_refused_through_the_process(study):
 @pytest.mark.usefixtures("small_chunks")
 def test_a_failed_write_ends_the_process_and_leaves_nothing(study, monkeypatch):
     # given a database write that fails on the second chunk
-    real_store = services._store
-    calls = []
-
-    def failing_store(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            with connection.cursor() as cursor:
-                cursor.execute("INSERT INTO audit_tuple (id) VALUES (NULL)")
-        return real_store(*args, **kwargs)
-
-    monkeypatch.setattr(services, "_store", failing_store)
+    calls = store_failing_on(monkeypatch, 2)
     data = jsonl(*(observation(n) for n in range(1, 40)))
 
     # when imported, the error reaches the caller (the process is ended by the fixture's check)
     with pytest.raises(IntegrityError), transaction.atomic():
         observations_import(study=study, data=data, file_name="broken.jsonl")
 
+    assert len(calls) == 2
     assert archive_counts() == dict.fromkeys(archive_counts(), 0)
     assert not ImportBatch.objects.exists()
 

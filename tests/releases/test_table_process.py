@@ -147,7 +147,7 @@ def test_without_a_process_the_tables_are_written_here(tmp_path, monkeypatch):
     def refused(*args, **kwargs):
         raise OSError("no process may be started here")
 
-    monkeypatch.setattr(bt.subprocess, "Popen", refused)
+    monkeypatch.setattr(bt, "module_process", refused)
     tmp_path.joinpath("here").mkdir()
     written = bt.open_tables(tmp_path / "here", {"outcomes": rf.OUTCOMES}, parallel=True)
     assert written.process is None
