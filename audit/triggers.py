@@ -182,7 +182,179 @@ class PartitionVersion:
         return [f"DROP TRIGGER IF EXISTS {self.name}"]
 
 
-def install(*rules: Immutable | PartitionVersion) -> Callable:
+@dataclass(frozen=True)
+class Reference:
+    """A foreign key checked once per statement instead of once per row (PostgreSQL).
+
+    A declared foreign key checks every inserted row on its own: one query and one
+    FOR KEY SHARE row lock per row (a WAL record and a dirtied page for each referenced
+    row the transaction has just written). The import writes 10^5 tuples, units and
+    their observations a file: that was 650,000 checks, 2.9 of the backend's 6.5 CPU
+    seconds (docs/benchmarks.md, "Import: fifth round"). These triggers enforce the
+    same rule (MATCH SIMPLE: a row with a null in ``columns`` references nothing) with
+    one set-wise probe per statement:
+
+    - on ``table``: after an INSERT, every new row's key must be in ``parent`` (one
+      anti-join of the statement's new rows with the parent's unique index); an UPDATE
+      that changes the key checks the new key (row by row: nothing here updates keys);
+    - on ``parent``: after a DELETE, and an UPDATE changing a referenced key, no row of
+      ``table`` may still reference an old key; a TRUNCATE is refused while ``table``
+      holds rows (where PostgreSQL's would need ``table`` truncated with it).
+
+    Concurrency, without the row locks: the parent's side first takes a SHARE lock on
+    ``table``, which waits for every transaction that has inserted or updated rows of it
+    and keeps new ones out until the deleting transaction ends. So either the writer
+    committed first (the delete then sees its rows and is refused), or the delete did
+    (the writer's check, run after its INSERT waited for the lock, no longer sees the
+    parent row and refuses it). Deletes and key updates of the parents are rare, and the
+    labelling loop never takes that lock. (The app's login may take it: it holds UPDATE
+    and DELETE on every such table, and none on the snapshots, whose rows it cannot
+    delete at all: audit.dbrole.)
+
+    Errors: SQLSTATE 23503 (foreign_key_violation, Django's ``IntegrityError``) naming
+    the reference, the table and the first key that fails. The checks are immediate (at
+    the end of the statement), where Django's keys are deferred to the commit: a
+    transaction must write the parent before the rows that reference it, as the import
+    does. SQLite (the embedded default) keeps its declared foreign keys: nothing here.
+    """
+
+    name: str
+    table: str
+    columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...] = ("id",)
+
+    def __post_init__(self) -> None:
+        if len(self.columns) != len(self.parent_columns):
+            raise ValueError(f"{self.name}: {self.columns} against {self.parent_columns}")
+        if len(self.name) > 50:  # PostgreSQL's names stop at 63 bytes, suffixes included
+            raise ValueError(f"{self.name}: a reference's name has at most 50 characters")
+
+    def _key(self, row: str, columns: Sequence[str]) -> str:
+        return " || ', ' || ".join(f"{row}.{column}::text" for column in columns)
+
+    def _match(self, child: str, parent: str) -> str:
+        return " AND ".join(
+            f"{child}.{column} = {parent}.{referenced}"
+            for column, referenced in zip(self.columns, self.parent_columns, strict=True)
+        )
+
+    def _raise(self, message: str, key: str) -> str:
+        return (
+            f"RAISE EXCEPTION 'claimgate: {message}', {key} "
+            f"USING ERRCODE = 'foreign_key_violation', CONSTRAINT = '{self.name}'"
+        )
+
+    def create_sql(self, vendor: str) -> list[str]:
+        if vendor == "sqlite":
+            return []  # its declared foreign keys stay
+        if vendor != "postgresql":  # pragma: no cover - only the two supported backends
+            raise ValueError(f"Claimgate supports PostgreSQL and SQLite, not {vendor}")
+        name, table, parent = self.name, self.table, self.parent
+        columns = ", ".join(self.columns)
+        referenced = ", ".join(self.parent_columns)
+        present = " AND ".join(f"n.{column} IS NOT NULL" for column in self.columns)
+        missing = self._raise(
+            f'insert or update on table "{table}" violates reference "{name}": '
+            f'key ({columns})=(%) is not present in table "{parent}"',
+            "missing",
+        )
+        still = self._raise(
+            f'update or delete on table "{parent}" violates reference "{name}" on table '
+            f'"{table}": key ({referenced})=(%) is still referenced from table "{table}"',
+            "missing",
+        )
+        # The statement-level probes are planned at each run (EXECUTE), on the tables'
+        # sizes then: a plan cached when the parent was small (an import's first chunk)
+        # would scan the whole parent once per new row as it grows. And never a hash of
+        # the whole parent: index probes, one per row of the statement.
+        probing = "SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off"
+        old_key = " OR ".join(
+            f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in self.parent_columns
+        )
+        new_key = " OR ".join(
+            f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in self.columns
+        )
+        return [
+            # the referencing side: a statement's new rows, set-wise
+            f"""CREATE OR REPLACE FUNCTION {name}_ins_fn() RETURNS trigger AS $$
+DECLARE missing text;
+BEGIN
+    EXECUTE $probe$ SELECT {self._key("n", self.columns)} FROM new_rows n
+    WHERE {present}
+    AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {self._match("n", "p")}) LIMIT 1
+    $probe$ INTO missing;
+    IF missing IS NOT NULL THEN {missing}; END IF;
+    RETURN NULL;
+END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
+            f"CREATE TRIGGER {name}_ins AFTER INSERT ON {table} REFERENCING NEW TABLE AS "
+            f"new_rows FOR EACH STATEMENT EXECUTE FUNCTION {name}_ins_fn()",
+            # a key changed by an UPDATE (row by row: WHEN keeps the others out in C)
+            f"""CREATE OR REPLACE FUNCTION {name}_upd_fn() RETURNS trigger AS $$
+DECLARE missing text;
+BEGIN
+    IF {" AND ".join(f"NEW.{column} IS NOT NULL" for column in self.columns)}
+    AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {self._match("NEW", "p")}) THEN
+        missing := {self._key("NEW", self.columns)};
+        {missing};
+    END IF;
+    RETURN NULL;
+END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
+            f"CREATE TRIGGER {name}_upd AFTER UPDATE ON {table} FOR EACH ROW "
+            f"WHEN ({new_key}) EXECUTE FUNCTION {name}_upd_fn()",
+            # the referenced side: the SHARE lock, then the rows gone or changed
+            f"""CREATE OR REPLACE FUNCTION {name}_pdel_fn() RETURNS trigger AS $$
+DECLARE missing text;
+BEGIN
+    LOCK TABLE {table} IN SHARE MODE;
+    EXECUTE $probe$ SELECT {self._key("o", self.parent_columns)} FROM old_rows o
+    WHERE EXISTS (SELECT 1 FROM {table} n WHERE {self._match("n", "o")})
+    AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {
+                " AND ".join(f"p.{column} = o.{column}" for column in self.parent_columns)
+            }) LIMIT 1
+    $probe$ INTO missing;
+    IF missing IS NOT NULL THEN {still}; END IF;
+    RETURN NULL;
+END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
+            f"CREATE TRIGGER {name}_pdel AFTER DELETE ON {parent} REFERENCING OLD TABLE AS "
+            f"old_rows FOR EACH STATEMENT EXECUTE FUNCTION {name}_pdel_fn()",
+            f"""CREATE OR REPLACE FUNCTION {name}_pupd_fn() RETURNS trigger AS $$
+DECLARE missing text;
+BEGIN
+    LOCK TABLE {table} IN SHARE MODE;
+    IF EXISTS (SELECT 1 FROM {table} n WHERE {self._match("n", "OLD")}) THEN
+        missing := {self._key("OLD", self.parent_columns)};
+        {still};
+    END IF;
+    RETURN NULL;
+END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
+            f"CREATE TRIGGER {name}_pupd AFTER UPDATE ON {parent} FOR EACH ROW "
+            f"WHEN ({old_key}) EXECUTE FUNCTION {name}_pupd_fn()",
+            f"""CREATE OR REPLACE FUNCTION {name}_ptrunc_fn() RETURNS trigger AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM {table}) THEN
+        RAISE EXCEPTION 'claimgate: truncate on table "{parent}" violates reference '
+            '"{name}": table "{table}" references it'
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = '{name}';
+    END IF;
+    RETURN NULL;
+END; $$ LANGUAGE plpgsql""",  # noqa: S608 (names from the migration)
+            f"CREATE TRIGGER {name}_ptrunc BEFORE TRUNCATE ON {parent} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {name}_ptrunc_fn()",
+        ]
+
+    def drop_sql(self, vendor: str) -> list[str]:
+        if vendor != "postgresql":
+            return []
+        on = {"ins": self.table, "upd": self.table}
+        return [
+            f"DROP TRIGGER IF EXISTS {self.name}_{kind} ON {on.get(kind, self.parent)}; "
+            f"DROP FUNCTION IF EXISTS {self.name}_{kind}_fn()"
+            for kind in ("ins", "upd", "pdel", "pupd", "ptrunc")
+        ]
+
+
+def install(*rules: Immutable | PartitionVersion | Reference) -> Callable:
     def forward(apps, schema_editor) -> None:
         vendor = schema_editor.connection.vendor
         for rule in rules:
@@ -192,7 +364,7 @@ def install(*rules: Immutable | PartitionVersion) -> Callable:
     return forward
 
 
-def uninstall(*rules: Immutable | PartitionVersion) -> Callable:
+def uninstall(*rules: Immutable | PartitionVersion | Reference) -> Callable:
     def backward(apps, schema_editor) -> None:
         vendor = schema_editor.connection.vendor
         for rule in rules:

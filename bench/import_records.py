@@ -122,15 +122,20 @@ def _split(tuples: int) -> str:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    depth = [0]  # a write made inside another timed one counts as that one's
 
     def timed(name: str) -> None:
         write = getattr(bulk, name)
 
         def wrapper(model, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if depth[0]:
+                return write(model, *args, **kwargs)
+            depth[0] += 1
             db, cpu = _backend_cpu(backend), time.thread_time()
             try:
                 return write(model, *args, **kwargs)
             finally:
+                depth[0] -= 1
                 row = spent[f"{name} {model.__name__}"]
                 row[0] += _backend_cpu(backend) - db
                 row[1] += time.thread_time() - cpu

@@ -208,14 +208,29 @@ class Observation(models.Model):
     answer codebook. Its sources give its tuples."""
 
     # No index of its own: observation_unique (study, unit_digest) leads with it.
+    # On PostgreSQL every reference of the import-written tables (observations, tuples,
+    # units) is checked once per statement by triggers (audit.triggers.Reference,
+    # audit 0024), not row by row by a declared foreign key.
     study = models.ForeignKey(
-        Study, on_delete=models.CASCADE, related_name="observations", db_index=False
+        Study,
+        on_delete=models.CASCADE,
+        related_name="observations",
+        db_index=False,
+        db_constraint=False,
     )
     unit_digest = models.CharField(max_length=DIGEST_LENGTH)
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
-    pipeline = models.ForeignKey(Pipeline, on_delete=models.PROTECT, related_name="+")
-    answer = models.ForeignKey(AnswerSnapshot, on_delete=models.PROTECT, related_name="+")
-    batch = models.ForeignKey(ImportBatch, on_delete=models.PROTECT, related_name="+")
+    query = models.ForeignKey(
+        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False
+    )
+    pipeline = models.ForeignKey(
+        Pipeline, on_delete=models.PROTECT, related_name="+", db_constraint=False
+    )
+    answer = models.ForeignKey(
+        AnswerSnapshot, on_delete=models.PROTECT, related_name="+", db_constraint=False
+    )
+    batch = models.ForeignKey(
+        ImportBatch, on_delete=models.PROTECT, related_name="+", db_constraint=False
+    )
     position = models.PositiveIntegerField(help_text="Line number in the imported file.")
 
     class Meta:
@@ -232,8 +247,8 @@ class Tuple(models.Model):
     """r = (q, u, a): the unit of a tuple codebook."""
 
     # A tuple's study, query, pipeline and answer are its observation's: on PostgreSQL one
-    # composite foreign key (tuple_observation_keys, audit 0021) checks all five columns
-    # against the observation, whose own keys check the rest, instead of five row checks.
+    # reference (ref_tuple_observation, audit 0021 and 0024) checks all five columns
+    # against the observation, whose own references check the rest.
     # No index of its own: tuple_unique_in_study (study, digest) leads with it.
     study = models.ForeignKey(
         Study, on_delete=models.CASCADE, related_name="tuples", db_index=False, db_constraint=False
@@ -255,7 +270,9 @@ class Tuple(models.Model):
         db_index=False,
         db_constraint=False,
     )
-    source = models.ForeignKey(SourceSnapshot, on_delete=models.PROTECT, related_name="+")
+    source = models.ForeignKey(
+        SourceSnapshot, on_delete=models.PROTECT, related_name="+", db_constraint=False
+    )
     position = models.PositiveSmallIntegerField(help_text="Order among the answer's sources.")
     sampling_stratum = models.CharField(max_length=200, null=True, blank=True)
     inclusion_probability = models.FloatField(null=True, blank=True)
@@ -299,8 +316,9 @@ class Unit(models.Model):
     with a free slot through an index instead of counting rows for every request.
     """
 
-    # A unit's study is its observation's: on PostgreSQL one composite foreign key
-    # (unit_observation_study, audit 0021) checks both columns against the observation.
+    # A unit's study is its observation's: on PostgreSQL one reference
+    # (ref_unit_observation, audit 0021 and 0024) checks both columns against the
+    # observation.
     # No index of its own: unit_unique_in_study (study, digest) and unit_queue lead with it.
     study = models.ForeignKey(
         Study, on_delete=models.CASCADE, related_name="units", db_index=False, db_constraint=False
@@ -315,9 +333,15 @@ class Unit(models.Model):
         on_delete=models.CASCADE,
         related_name="baseline_units",
         help_text="answer_pair units only: the baseline's observation.",
+        db_constraint=False,
     )
     tuple = models.OneToOneField(
-        Tuple, null=True, blank=True, on_delete=models.CASCADE, related_name="unit"
+        Tuple,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="unit",
+        db_constraint=False,
     )
     digest = models.CharField(max_length=DIGEST_LENGTH)
     assigned_count = models.PositiveSmallIntegerField(default=0)

@@ -161,7 +161,8 @@ def test_even_the_owner_cannot_truncate_history_with_the_triggers_on(labelled, t
             "AND tgtype & 32 = 32 AND NOT tgisinternal",  # TRIGGER_TYPE_TRUNCATE
             [table],
         )
-        assert cursor.fetchall() == [(f"{table}_refuse_truncate",)]
+        # its own rule (a table whose rows others reference has their rule too: audit 0024)
+        assert (f"{table}_refuse_truncate",) in cursor.fetchall()
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the test's pending checks first
     with (
         pytest.raises(IntegrityError, match=r"TRUNCATE on \w+ is refused"),
@@ -178,7 +179,12 @@ def test_a_cascade_from_another_table_is_refused_too(labelled):
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     with (
-        pytest.raises(IntegrityError, match=r"TRUNCATE on \w+ is refused"),
+        # refused by history's rule, or first by the rule of a table whose rows the
+        # archive references (audit 0024: the study's observations)
+        pytest.raises(
+            IntegrityError,
+            match=r'TRUNCATE on \w+ is refused|truncate on table "\w+" violates reference',
+        ),
         transaction.atomic(),
         connection.cursor() as cursor,
     ):
