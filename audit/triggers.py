@@ -211,6 +211,11 @@ class Reference:
     and DELETE on every such table, and none on the snapshots, whose rows it cannot
     delete at all: audit.dbrole.)
 
+    That holds for READ COMMITTED (Django's isolation, and every writer here). A writer
+    in a REPEATABLE READ or SERIALIZABLE transaction also locks the parent rows it
+    references FOR KEY SHARE, as the foreign key did; a delete or key update of a parent
+    in such a transaction is refused (SQLSTATE 55000).
+
     Errors: SQLSTATE 23503 (foreign_key_violation, Django's ``IntegrityError``) naming
     the reference, the table and the first key that fails. The checks are immediate (at
     the end of the statement), where Django's keys are deferred to the commit: a
@@ -269,6 +274,16 @@ class Reference:
         # would scan the whole parent once per new row as it grows. And never a hash of
         # the whole parent: index probes, one per row of the statement.
         probing = "SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off"
+        # Under REPEATABLE READ or SERIALIZABLE a check reads the transaction's snapshot,
+        # which may predate a concurrent writer's commit: there the referencing side locks
+        # the parents' rows FOR KEY SHARE (as a foreign key does: a row deleted meanwhile
+        # is a serialization failure), and the referenced side refuses to delete.
+        snapshot_kept = "current_setting('transaction_isolation') <> 'read committed'"
+        unchecked = (
+            f'RAISE EXCEPTION \'claimgate: a delete or key update on table "{parent}" is '
+            f'checked against reference "{name}" in READ COMMITTED transactions only\' '
+            "USING ERRCODE = 'object_not_in_prerequisite_state'"
+        )
         old_key = " OR ".join(
             f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in self.parent_columns
         )
@@ -285,6 +300,10 @@ BEGIN
     AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {self._match("n", "p")}) LIMIT 1
     $probe$ INTO missing;
     IF missing IS NOT NULL THEN {missing}; END IF;
+    IF {snapshot_kept} THEN  -- the parents' rows kept as a foreign key keeps them
+        EXECUTE $lock$ SELECT 1 FROM new_rows n JOIN {parent} p ON {self._match("n", "p")}
+        WHERE {present} FOR KEY SHARE OF p $lock$;
+    END IF;
     RETURN NULL;
 END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
             f"CREATE TRIGGER {name}_ins AFTER INSERT ON {table} REFERENCING NEW TABLE AS "
@@ -298,6 +317,9 @@ BEGIN
         missing := {self._key("NEW", self.columns)};
         {missing};
     END IF;
+    IF {snapshot_kept} THEN
+        PERFORM 1 FROM {parent} p WHERE {self._match("NEW", "p")} FOR KEY SHARE;
+    END IF;
     RETURN NULL;
 END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
             f"CREATE TRIGGER {name}_upd AFTER UPDATE ON {table} FOR EACH ROW "
@@ -306,6 +328,7 @@ END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
             f"""CREATE OR REPLACE FUNCTION {name}_pdel_fn() RETURNS trigger AS $$
 DECLARE missing text;
 BEGIN
+    IF {snapshot_kept} THEN {unchecked}; END IF;
     LOCK TABLE {table} IN SHARE MODE;
     EXECUTE $probe$ SELECT {self._key("o", self.parent_columns)} FROM old_rows o
     WHERE EXISTS (SELECT 1 FROM {table} n WHERE {self._match("n", "o")})
@@ -321,6 +344,7 @@ END; $$ LANGUAGE plpgsql {probing}""",  # noqa: S608 (names from the migration)
             f"""CREATE OR REPLACE FUNCTION {name}_pupd_fn() RETURNS trigger AS $$
 DECLARE missing text;
 BEGIN
+    IF {snapshot_kept} THEN {unchecked}; END IF;
     LOCK TABLE {table} IN SHARE MODE;
     IF EXISTS (SELECT 1 FROM {table} n WHERE {self._match("n", "OLD")}) THEN
         missing := {self._key("OLD", self.parent_columns)};

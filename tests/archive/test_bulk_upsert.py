@@ -4,14 +4,13 @@ wins without an error."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connections, transaction
+from django.db import transaction
 
 from audit.archive import bulk
 from audit.archive.mapping import PIPELINE_COLUMNS, QUERY_COLUMNS
 from audit.archive.models import Pipeline, Query
+from tests.archive.concurrent import committed_meanwhile
 
 pytestmark = pytest.mark.django_db
 
@@ -64,36 +63,17 @@ def test_json_columns_are_stored_as_given(db):
 def test_a_key_stored_meanwhile_by_another_writer_is_theirs():
     """The other transaction inserts a key this one is about to write and commits while
     this one's INSERT waits on it: theirs is kept and its id returned."""
-    holding, finish, failures, theirs = threading.Event(), threading.Event(), [], {}
+    theirs: dict = {}
 
-    def other() -> None:
-        try:
-            with transaction.atomic():
-                theirs.update(
-                    bulk.upsert_rows(Query, QUERY_COLUMNS, [query("k" * 64, "theirs")], key="key")
-                )
-                holding.set()
-                assert finish.wait(30)
-        except BaseException as exc:  # reported by the test's thread
-            failures.append(exc)
-            holding.set()
-        finally:
-            connections.close_all()
+    def store() -> None:
+        theirs.update(
+            bulk.upsert_rows(Query, QUERY_COLUMNS, [query("k" * 64, "theirs")], key="key")
+        )
 
-    thread = threading.Thread(target=other)
-    thread.start()
-    try:
-        assert holding.wait(30)
-        assert not failures, failures
-        threading.Timer(0.5, finish.set).start()  # commits while the INSERT below waits
-        with transaction.atomic():
-            ours = bulk.upsert_rows(
-                Query, QUERY_COLUMNS, [query("k" * 64, "ours"), query("m" * 64)], key="key"
-            )
-    finally:
-        finish.set()
-        thread.join(30)
-    assert not failures, failures
+    with committed_meanwhile(store), transaction.atomic():
+        ours = bulk.upsert_rows(
+            Query, QUERY_COLUMNS, [query("k" * 64, "ours"), query("m" * 64)], key="key"
+        )
     assert ours["k" * 64] == theirs["k" * 64]
     assert Query.objects.get(key="k" * 64).text == "theirs"
     assert Query.objects.get(pk=ours["m" * 64]).key == "m" * 64

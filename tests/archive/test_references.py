@@ -4,14 +4,20 @@ on both sides, for a bulk statement as a whole, and under concurrent writers."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import IntegrityError, connection, connections, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 
 from audit.archive.models import Observation, SourceSnapshot, Study, Tuple, Unit
 from audit.archive.services import observations_import
 from tests.archive.builders import jsonl, observation
+from tests.archive.concurrent import committed_meanwhile
 from tests.archive.test_import_chunks import insert_tuple
 
 pytestmark = pytest.mark.postgres
@@ -113,20 +119,6 @@ def test_rows_deleted_children_first_are_deleted(imported):
     assert SourceSnapshot.objects.count() == sources  # the archive's snapshots stay
 
 
-def _held(work, started: threading.Event, finish: threading.Event, failures: list) -> None:
-    """Run ``work`` in a transaction of this thread's own connection and hold it open."""
-    try:
-        with transaction.atomic():
-            work()
-            started.set()
-            assert finish.wait(30)
-    except BaseException as exc:  # reported by the test's thread
-        failures.append(exc)
-        started.set()
-    finally:
-        connections.close_all()
-
-
 def _observation_removed(observation_id: int) -> None:
     execute("DELETE FROM audit_unit WHERE observation_id = %s", [observation_id])
     execute("DELETE FROM audit_tuple WHERE observation_id = %s", [observation_id])
@@ -137,24 +129,12 @@ def _observation_removed(observation_id: int) -> None:
 def test_a_row_written_while_its_parent_is_being_deleted_is_refused(imported):
     """The delete commits first: the writer, which waited for it, no longer finds the parent."""
     like = imported.tuples.first()
-    started, finish, failures = threading.Event(), threading.Event(), []
-    deleter = threading.Thread(
-        target=_held,
-        args=(lambda: _observation_removed(like.observation_id), started, finish, failures),
-    )
-    deleter.start()
-    try:
-        assert started.wait(30)
-        assert not failures, failures
-        threading.Timer(0.5, finish.set).start()  # commits while the insert below waits
-        execute("SET lock_timeout = '20s'")
-        with pytest.raises(IntegrityError, match="ref_tuple_observation"), transaction.atomic():
-            insert_tuple(like, digest="e" * 64)
-    finally:
-        finish.set()
-        deleter.join(30)
-        execute("RESET lock_timeout")
-    assert not failures, failures
+    with (
+        committed_meanwhile(lambda: _observation_removed(like.observation_id)),
+        pytest.raises(IntegrityError, match="ref_tuple_observation"),
+        transaction.atomic(),
+    ):
+        insert_tuple(like, digest="e" * 64)
     assert not Observation.objects.filter(pk=like.observation_id).exists()
 
 
@@ -162,21 +142,46 @@ def test_a_row_written_while_its_parent_is_being_deleted_is_refused(imported):
 def test_a_parent_deleted_while_a_new_row_references_it_is_refused(imported):
     """The writer commits first: the delete, which waited for it, finds its row."""
     like = imported.tuples.first()
-    started, finish, failures = threading.Event(), threading.Event(), []
-    writer = threading.Thread(
-        target=_held, args=(lambda: insert_tuple(like, digest="e" * 64), started, finish, failures)
-    )
-    writer.start()
-    try:
-        assert started.wait(30)
-        assert not failures, failures
-        threading.Timer(0.5, finish.set).start()  # commits while the delete below waits
-        execute("SET lock_timeout = '20s'")
-        with pytest.raises(IntegrityError, match="ref_tuple_observation"), transaction.atomic():
-            _observation_removed(like.observation_id)
-    finally:
-        finish.set()
-        writer.join(30)
-        execute("RESET lock_timeout")
-    assert not failures, failures
+    with (
+        committed_meanwhile(lambda: insert_tuple(like, digest="e" * 64)),
+        pytest.raises(IntegrityError, match="ref_tuple_observation"),
+        transaction.atomic(),
+    ):
+        _observation_removed(like.observation_id)
     assert Tuple.objects.filter(digest="e" * 64, observation_id=like.observation_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_repeatable_read_writer_locks_the_parents_as_a_foreign_key_does(imported):
+    """Its snapshot still shows a parent deleted (and committed) since it began: its check
+    passes there, and locking the parent's row is the serialization failure a foreign key
+    gives."""
+    like = imported.tuples.first()
+    with transaction.atomic():
+        execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        assert Observation.objects.filter(pk=like.observation_id).exists()  # the snapshot
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:  # autocommit: committed at once
+                for table, column in (
+                    ("audit_unit", "observation_id"),
+                    ("audit_tuple", "observation_id"),
+                    ("audit_observation", "id"),
+                ):
+                    sql = f"DELETE FROM {table} WHERE {column} = %s"  # noqa: S608
+                    cursor.execute(sql, [like.observation_id])
+        finally:
+            other.close()
+        with pytest.raises(OperationalError, match="could not serialize"):
+            insert_tuple(like, digest="e" * 64)
+    assert not Tuple.objects.filter(digest="e" * 64).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parent_is_deleted_only_in_read_committed(imported):
+    tuple_ = imported.tuples.first()
+    with transaction.atomic():
+        execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        with pytest.raises(DatabaseError, match="READ COMMITTED"), transaction.atomic():
+            _observation_removed(tuple_.observation_id)
+    assert Observation.objects.filter(pk=tuple_.observation_id).exists()
