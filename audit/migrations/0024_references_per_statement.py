@@ -12,7 +12,9 @@ needed (``observation_keys``, ``observation_id_study``) go: the checks probe its
 primary key.
 
 The model state says ``db_constraint=False`` for the fields. SQLite (the embedded
-default) keeps its declared foreign keys as they are.
+default) keeps its declared foreign keys as they are; as for audit 0021, a later migration
+that rebuilds one of the three tables on SQLite (which builds it from the model state)
+should add the equivalent checks there.
 """
 
 from django.db import migrations, models
