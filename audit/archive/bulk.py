@@ -30,27 +30,6 @@ def _postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
-def check_references_per_statement() -> None:
-    """Check the deferred foreign keys of the rest of the transaction at the end of each
-    statement instead of all at commit (PostgreSQL; SQLite checks at commit).
-
-    The same checks, all of them: a transaction that writes in chunks while other work
-    goes on (the import parses the next chunk meanwhile) then pays for each chunk's
-    checks with that chunk instead of in one block at the end. The rows of one chunk must
-    come after the rows they reference, as the import writes them."""
-    if _postgres():
-        with connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-
-
-def check_references_at_commit() -> None:
-    """Back to the default after :func:`check_references_per_statement`: every deferrable
-    constraint of the schema is INITIALLY DEFERRED (Django's foreign keys, audit 0021's)."""
-    if _postgres():
-        with connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-
-
 def ids_by(model: type[models.Model], field: str, values: Iterable[Any], **filters: Any) -> dict:
     """``{value: id}`` for the rows whose ``field`` is among ``values`` (and that match
     the equality ``filters``, given as column attribute names such as ``study_id``)."""

@@ -386,7 +386,6 @@ def _observations_import(
                     writing = True
                     batch.status = ImportStatus.IMPORTED
                     batch.save()
-                    bulk.check_references_per_statement()
                     stored = _stored(study)
                 created, tuples, existing, _ = _store(study, batch, rows, stored=stored)
                 totals[0] += created
@@ -400,7 +399,6 @@ def _observations_import(
                 transaction.set_rollback(True)
                 rejected = True
             elif writing:
-                bulk.check_references_at_commit()
                 batch.lines = planned.parsed.lines_read
                 batch.observations_created, batch.tuples_created, batch.tuples_existing = totals
                 if totals[0] == 0 and totals[1] == 0:
