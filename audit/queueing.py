@@ -41,6 +41,9 @@ STUDY_COMPARISON_REFRESH = "claimgate.study_comparison_refresh"
 #: New outcomes of a study's labels: queue the recount of each large protocol setting's
 #: stored comparisons that read them (metrics decides which; the label jobs cannot).
 STUDY_COMPARISON_FOLLOW = "claimgate.study_comparison_follow"
+#: Annotators added, or units imported: draw the study's queue orders that are missing
+#: (or empty) ahead of their first request (annotator.labelling.services).
+QUEUE_ORDERS_DRAW = "claimgate.queue_orders_draw"
 #: Every job name; each is registered by one ``jobs`` module listed in CELERY_IMPORTS.
 JOBS = (
     LABEL_SUBMITTED,
@@ -54,6 +57,7 @@ JOBS = (
     STUDY_QUALITY_REFRESH,
     STUDY_COMPARISON_REFRESH,
     STUDY_COMPARISON_FOLLOW,
+    QUEUE_ORDERS_DRAW,
 )
 
 #: How every job retries: with backoff on database errors; ``acks_late`` with
@@ -273,3 +277,11 @@ def queue_gate_refresh(study_id: int) -> None:
     per-study refresh is (:func:`queue_job_once`). Every event that can change a gate
     calls this — outcomes, an adjudication, a report, a partition change, a freeze."""
     queue_job_once(STUDY_GATE_REFRESH, study_id)
+
+
+def queue_orders_draw(study_id: int) -> None:
+    """Queue the drawing of the study's missing (or empty) queue orders
+    (``QUEUE_ORDERS_DRAW``, coalesced as every per-study job is): after annotators are
+    added, and after an import added units (its interfaces call this; the archive's core
+    knows no person)."""
+    queue_job_once(QUEUE_ORDERS_DRAW, study_id)

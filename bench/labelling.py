@@ -343,6 +343,36 @@ def annotate(port: int, token: str, until: float, seed: int, tally: Tally) -> No
             tally.error(type(exc).__name__)
 
 
+def orders_drawn(people: int, limit: float = 600.0) -> float:
+    """Wait until each of the ``people`` annotators has a queue order holding every unit
+    of the study, drawn by the worker from the jobs the setup queued (adding annotators,
+    the import), so that no phase times that work: a study's annotators are added before
+    they label. Returns the seconds waited."""
+    from django.db import connection
+
+    from audit.archive.models import Study
+    from audit.queueing import queue_orders_draw
+
+    # A study built here has the job queued already (this coalesces with it); one kept
+    # by --reuse from an older tree may have none.
+    queue_orders_draw(Study.objects.get(slug=SLUG).pk)
+    started = time.perf_counter()
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM annotator_queueorder o WHERE "
+                "(SELECT count(*) FROM annotator_queueposition p WHERE p.order_id = o.id) "
+                "= (SELECT count(*) FROM audit_unit u WHERE u.study_id = o.study_id)"
+            )
+            ready = cursor.fetchone()[0]
+        waited = time.perf_counter() - started
+        if ready >= people:
+            return waited
+        if waited > limit:
+            raise SystemExit(f"only {ready} of {people} queue orders drawn after {limit:.0f} s")
+        time.sleep(0.5)
+
+
 # --- the monitor -------------------------------------------------------------------------
 
 
@@ -765,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
     servers = start_servers(args, database, ROOT / "build" / "bench-labelling")
     results = []
     try:
+        drawn = orders_drawn(len(keys))
         load = os.getloadavg()
         for annotators in phases:
             phase = run_phase(args, keys, annotators, servers, database)
@@ -791,6 +822,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if setup:
         summary.append(f"- setup (not timed): import {setup['import']:.0f} s")
+    summary.append(
+        f"- the annotators' queue orders, drawn by the worker from the setup's jobs: all "
+        f"{len(keys)} ready {drawn:.1f} s after the servers started (not timed)"
+    )
     print("\n".join(summary))
     if args.write:
         from bench._report import machine, write_section

@@ -229,7 +229,11 @@ class QueuePosition(models.Model):
     """A unit's key in one annotator's order. Written in bulk by the database (one
     INSERT … SELECT per study and annotator); the (order, key) index is the queue's walk."""
 
-    order = models.ForeignKey(QueueOrder, on_delete=models.CASCADE, related_name="positions")
+    # No index of its own: queue_position_once (order, unit) and queue_position_walk lead
+    # with it (one index entry fewer for each of the study's units in every order).
+    order = models.ForeignKey(
+        QueueOrder, on_delete=models.CASCADE, related_name="positions", db_index=False
+    )
     unit = models.ForeignKey("audit.Unit", on_delete=models.CASCADE, related_name="+")
     key = models.BigIntegerField()
 

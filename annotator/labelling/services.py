@@ -51,6 +51,7 @@ from annotator.labelling.selectors import (
     pair_sides_of,
     unit_content,
 )
+from annotator.memberships.models import Membership, Role
 from annotator.memberships.services import pseudonym_of_user_id
 from annotator.quality.models import GoldItem, KeptDraft
 from annotator.quality.scoring import gold_due
@@ -314,6 +315,36 @@ def _queue_order(*, study: Study, annotator: AbstractBaseUser) -> QueueOrder:
     except IntegrityError:  # drawn at the same moment by another request of theirs
         order = QueueOrder.objects.get(study=study, annotator=annotator)
     return order
+
+
+def queue_orders_draw(*, study: Study) -> int:
+    """Draw, ahead of their first request, the orders of the study's annotators: each
+    annotator without one gets theirs (with every unit's key), and an order that holds
+    no position yet (drawn before the study had units) gets the units it lacks. Neither
+    changes an order: a key is a function of the seed and the unit, and an order with no
+    position walks from its start, so the units handed are the same as if the first
+    request had drawn it; it only moves the one statement whose cost grows with the
+    study (a second or more at 10⁵ units) off that request. Orders already walked are
+    left as they are: the queue adds units imported since when it runs out of units.
+    Run by a job (``claimgate.queue_orders_draw``) after annotators are added and after
+    an import; each order in its own transaction. Returns how many orders were drawn or
+    filled."""
+    annotators = {
+        membership.user_id: membership.user
+        for membership in Membership.objects.filter(study=study, role=Role.ANNOTATOR)
+        .select_related("user")
+        .order_by("user_id")
+    }
+    held = {order.annotator_id: order for order in QueueOrder.objects.filter(study=study)}
+    drawn = 0
+    for user_id, user in annotators.items():
+        order = held.get(user_id)
+        if order is None:
+            _queue_order(study=study, annotator=user)
+            drawn += 1
+        elif not QueuePosition.objects.filter(order=order).exists():
+            drawn += bool(queue_positions_add(order=order))
+    return drawn
 
 
 def queue_positions_add(*, order: QueueOrder) -> int:

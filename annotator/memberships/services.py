@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from annotator.errors import AnnotationError
 from annotator.memberships.models import Membership, Role
 from audit.archive.models import Codebook, Study
+from audit.queueing import queue_orders_draw
 
 SLUG_TAKEN = "slug_taken"
 INVALID_STUDY = "invalid_study"
@@ -70,10 +71,14 @@ def study_create(
 
 
 def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
-    """Give ``user`` a role in ``study``; adding an existing membership changes nothing."""
+    """Give ``user`` a role in ``study``; adding an existing membership changes nothing.
+    A new annotator's queue order is drawn by a job (annotator.labelling.services
+    ``queue_orders_draw``) once this commits, ahead of their first request."""
     if role not in Role.values:
         raise AnnotationError(f"unknown role {role!r}", code="unknown_role")
-    membership, _ = Membership.objects.get_or_create(study=study, user=user, role=role)
+    membership, created = Membership.objects.get_or_create(study=study, user=user, role=role)
+    if created and role == Role.ANNOTATOR:
+        queue_orders_draw(study.pk)
     return membership
 
 

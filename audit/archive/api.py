@@ -24,6 +24,7 @@ from audit.archive.services import (
     observations_import,
 )
 from audit.contract import codes
+from audit.queueing import queue_orders_draw
 
 #: The reason of a codebook file refused for what is in it (its problems are listed).
 CODEBOOK_INVALID = "codebook_invalid"
@@ -313,6 +314,8 @@ class StudyImportApi(StrictQueryParams, APIView):
         batch = observations_import(
             study=study, data=upload.file, file_name=upload.name, user=request.user
         )
+        if batch.status == ImportStatus.IMPORTED:
+            queue_orders_draw(study.pk)  # its annotators' orders take the new units
         code = {
             ImportStatus.IMPORTED: status.HTTP_201_CREATED,
             ImportStatus.UNCHANGED: status.HTTP_200_OK,

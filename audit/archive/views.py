@@ -24,7 +24,7 @@ from annotator.errors import AnnotationError
 from annotator.memberships.models import Role
 from annotator.memberships.services import study_create
 from audit.archive.forms import CodebookUploadForm, ImportForm, StudyCreateForm
-from audit.archive.models import Codebook, Study
+from audit.archive.models import Codebook, ImportStatus, Study
 from audit.archive.selectors import (
     codebooks_with_use,
     studies_with_counts,
@@ -40,6 +40,7 @@ from audit.archive.services import (
 )
 from audit.ledger.selectors import study_gate_panel
 from audit.ledger.services import gate_stored
+from audit.queueing import queue_orders_draw
 from metrics.protocol_selectors import protocol_of
 
 
@@ -93,6 +94,8 @@ def study_import(request: HttpRequest, slug: str) -> HttpResponse:
     batch = observations_import(
         study=study, data=upload.file, file_name=upload.name, user=request.user
     )
+    if batch.status == ImportStatus.IMPORTED:
+        queue_orders_draw(study.pk)  # its annotators' orders take the new units
     return redirect("import-detail", slug=study.slug, batch_id=batch.pk)
 
 

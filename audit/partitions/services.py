@@ -61,7 +61,12 @@ from audit.partitions.rules import (
     values_present_of,
     with_partitions,
 )
-from audit.queueing import STUDY_REPORT_REFRESH, queue_gate_refresh, queue_job_once
+from audit.queueing import (
+    STUDY_REPORT_REFRESH,
+    queue_gate_refresh,
+    queue_job_once,
+    queue_orders_draw,
+)
 
 ALREADY_FROZEN = "already_frozen"
 STUDY_FROZEN = "study_frozen"
@@ -732,4 +737,5 @@ def study_version_create(
                 .values_list("user_id", "role", "pseudonym")
             ]
         )
+        queue_orders_draw(new.pk)  # its annotators' orders, drawn ahead
     return new

@@ -271,6 +271,7 @@ CELERY_TASK_PUBLISH_RETRY = False
 # audit.queueing imports them on first use). Job names are listed in audit.queueing.
 CELERY_IMPORTS = (
     "annotator.adjudication.jobs",
+    "annotator.labelling.jobs",
     "annotator.quality.jobs",
     "audit.ledger.jobs",
     "audit.releases.jobs",

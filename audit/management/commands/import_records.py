@@ -18,6 +18,7 @@ from audit.archive.models import ImportBatch, ImportStatus, Study
 from audit.archive.services import import_size_problem, observations_import
 from audit.contract.observations import MAX_LINE_BYTES
 from audit.contract.streams import stream_size
+from audit.queueing import queue_orders_draw
 from audit.releases.records_import import records_import
 
 
@@ -52,6 +53,7 @@ class Command(BaseCommand):
         if kind == "records":
             result = records_import(study=study, data=stream, file_name=path.name)
             batch = result.batch
+            self._units_added(study, batch)
             self._report_rejected(batch, path)
             self.stdout.write(
                 f"{batch.get_status_display()}: {result.labels_created} new label(s) "
@@ -61,12 +63,17 @@ class Command(BaseCommand):
             )
             return
         batch = observations_import(study=study, data=stream, file_name=path.name)
+        self._units_added(study, batch)
         self._report_rejected(batch, path)
         self.stdout.write(
             f"{batch.get_status_display()}: {batch.observations_created} new observation(s), "
             f"{batch.tuples_created} new tuple(s), {batch.tuples_existing} already present "
             f"in study {study.slug} (import {batch.pk})"
         )
+
+    def _units_added(self, study: Study, batch: ImportBatch) -> None:
+        if batch.status == ImportStatus.IMPORTED:
+            queue_orders_draw(study.pk)  # its annotators' orders take the new units
 
     def _report_rejected(self, batch: ImportBatch, path: Path) -> None:
         if batch.status == ImportStatus.REJECTED:
