@@ -4,10 +4,13 @@ order it draws is the one that request would have drawn."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from celery import current_app
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -132,3 +135,31 @@ def test_the_job_of_a_deleted_study_does_nothing(db):
     from annotator.labelling.jobs import study_queue_orders_draw
 
     assert study_queue_orders_draw.run(10**9) == 0
+
+
+def test_the_command_and_the_page_import_fill_empty_orders_too(
+    tmp_path, client, django_capture_on_commit_callbacks, db
+):
+    codebook, _ = codebook_install_file(path=FIXTURES / "codebooks" / "source-risk-1.0.0.json")
+    researcher, ann = person("res"), person("ann")
+    orders = {}
+    for slug in ("by-command", "by-page"):
+        study = Study.objects.create(slug=slug, title=slug, codebook=codebook)
+        Membership.objects.create(study=study, user=researcher, role=Role.RESEARCHER)
+        with django_capture_on_commit_callbacks(execute=True):
+            membership_add(study=study, user=ann, role=Role.ANNOTATOR)
+        orders[slug] = QueueOrder.objects.get(study=study, annotator=ann)
+    path = tmp_path / "obs.jsonl"
+    path.write_bytes(jsonl(observation(1)))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("import_records", str(path), study="by-command", stdout=io.StringIO())
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            reverse("study-import", args=["by-page"]),
+            {"file": SimpleUploadedFile("obs.jsonl", path.read_bytes())},
+        )
+
+    for order in orders.values():
+        assert len(keys_of(order)) == 2  # the observation's two tuples
