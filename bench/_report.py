@@ -6,7 +6,6 @@ import os
 import platform
 import re
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,22 +16,10 @@ TITLE = (
 )
 
 
-def pace() -> float:
-    """Seconds this machine takes, now, for a fixed pure-Python loop (10⁷ additions): the
-    machines of this workplace differ by 3× and more from day to day (docs/benchmarks.md,
-    "Labelling loop: seventh round"), so a figure is read beside the pace it ran at."""
-    started = time.perf_counter()
-    total = 0
-    for n in range(10_000_000):
-        total += n
-    return time.perf_counter() - started
-
-
 def machine() -> str:
     return (
         f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{platform.machine()}, {datetime.now(UTC):%Y-%m-%d}, pace {pace():.2f} s "
-        "(bench._report.pace)"
+        f"{platform.machine()}, {datetime.now(UTC):%Y-%m-%d}"
     )
 
 

@@ -177,7 +177,6 @@ def main(argv: list[str] | None = None) -> int:
     observations = tuples // 2
 
     from bench._db import throwaway_database
-    from bench._report import pace
 
     # Named after DATABASE_URL's database, so that two checkouts measured side by side
     # (old code and new) never share one.
@@ -266,7 +265,6 @@ def main(argv: list[str] | None = None) -> int:
         api.line("API upload (multipart POST, in process)", tuples),
         f"- the command's file again (nothing new): {again.seconds:.2f} s",
         f"- the command's peak memory growth: {grown_mb:.0f} MB for a {size_mb:.0f} MB file",
-        f"- the machine's pace: {pace():.2f} s (bench._report.pace)",
     ]
     print("\n".join(lines))
     if args.write:

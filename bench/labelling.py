@@ -795,10 +795,7 @@ def main(argv: list[str] | None = None) -> int:
     servers = start_servers(args, database, ROOT / "build" / "bench-labelling")
     results = []
     try:
-        from bench._report import pace
-
         drawn = orders_drawn(len(keys))
-        pace_s = pace()
         load = os.getloadavg()
         for annotators in phases:
             phase = run_phase(args, keys, annotators, servers, database)
@@ -820,8 +817,7 @@ def main(argv: list[str] | None = None) -> int:
         "gunicorn "
         f"{args.web_workers} workers (production settings), one Celery worker of concurrency "
         f"{args.worker_concurrency}, broker and cache in Redis; the client threads in the "
-        f"same machine; load average at the start {load[0]:.2f}; the machine's pace "
-        f"{pace_s:.2f} s (bench._report.pace)",
+        f"same machine; load average at the start {load[0]:.2f}",
         f"- each phase {args.seconds:.0f} s of next → submit (API, token auth, real spans)",
     ]
     if setup:
