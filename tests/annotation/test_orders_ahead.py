@@ -163,3 +163,27 @@ def test_the_command_and_the_page_import_fill_empty_orders_too(
 
     for order in orders.values():
         assert len(keys_of(order)) == 2  # the observation's two tuples
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_first_request_during_the_jobs_draw_waits_for_it_and_uses_its_order():
+    """The job draws an annotator's order (its transaction still open) when their first
+    request comes: the request waits on the order's unique key, then walks the order the
+    job drew; one order, one position per unit, and the unit handed out is its first."""
+    from annotator.labelling.models import QueueSeed
+    from tests.annotation.conftest import make_study
+    from tests.archive.concurrent import committed_meanwhile
+
+    study = make_study("racing", "source-risk-1.0.0", "source-risk.jsonl")
+    ann = person("ann")
+    Membership.objects.create(study=study, user=ann, role=Role.ANNOTATOR)
+
+    with committed_meanwhile(lambda: queue_orders_draw(study=study)):
+        assignment = assignment_next(study=study, annotator=ann)
+
+    order = QueueOrder.objects.get(study=study, annotator=ann)
+    keys = keys_of(order)
+    assert QueueSeed.objects.filter(study=study).count() == 1
+    assert QueuePosition.objects.filter(order=order).count() == study.units.count() == len(keys)
+    assert assignment.unit_id == min(keys, key=keys.__getitem__)
