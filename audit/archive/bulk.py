@@ -114,16 +114,24 @@ def insert(
 
 
 def upsert_rows(
-    model: type[models.Model], columns: Sequence[str], rows: Sequence[tuple], *, key: str
+    model: type[models.Model],
+    columns: Sequence[str],
+    rows: Sequence[tuple],
+    *,
+    key: str,
+    texts: Sequence[bytes] | None = None,
 ) -> dict:
-    """:func:`upsert` for rows given as tuples of ``columns`` values."""
+    """:func:`upsert` for rows given as tuples of ``columns`` values.
+
+    ``texts`` (PostgreSQL): the rows already as COPY text lines of ``columns``
+    (audit.archive.copytext), ``rows`` then holding each row's ``key`` alone."""
     if not rows:
         return {}
     if not _postgres():
         return upsert(model, [dict(zip(columns, row, strict=True)) for row in rows], key=key)
     meta = model._meta
     column = _q(meta.get_field(key).column)
-    with _staged_rows(model, columns, rows) as (cursor, staging, names):
+    with _staged_rows(model, columns, rows, texts) as (cursor, staging, names):
         # RETURNING gives the rows this statement inserted; the others (already stored, or
         # inserted meanwhile by a concurrent writer) are looked up by key afterwards.
         cursor.execute(
@@ -132,7 +140,7 @@ def upsert_rows(
             f"RETURNING {column}, {_q(meta.pk.column)}"
         )
         ids = dict(cursor.fetchall())
-    index = list(columns).index(key)
+    index = 0 if texts is not None else list(columns).index(key)
     missing = [row[index] for row in rows if row[index] not in ids]
     if missing:
         ids.update(ids_by(model, key, missing))
@@ -285,10 +293,17 @@ class _staged_rows:
     Outside one (autocommit) the table is made and dropped around each use."""
 
     def __init__(
-        self, model: type[models.Model], columns: Sequence[str], rows: Sequence[tuple]
+        self,
+        model: type[models.Model],
+        columns: Sequence[str],
+        rows: Sequence[tuple],
+        texts: Sequence[bytes] | None = None,
     ) -> None:
         meta = model._meta
         defaults = _defaults(model, columns)
+        if texts is not None and defaults:
+            raise ValueError(f"COPY text of {model.__name__} must give every column")
+        self.texts = texts
         names = [*columns, *defaults]
         fields = [meta.get_field(name) for name in names]
         self.json = [i for i, field in enumerate(fields) if isinstance(field, models.JSONField)]
@@ -321,7 +336,9 @@ class _staged_rows:
         json_columns = self.json
         with cursor.cursor.copy(f"COPY {self.staging} ({self.names}) FROM STDIN") as copy:
             write = copy.write_row
-            if not json_columns:
+            if self.texts is not None:
+                copy.write(b"".join(self.texts))
+            elif not json_columns:
                 for row in self.rows:
                     write(row)
             else:

@@ -323,6 +323,10 @@ def answer_row(normal: dict[str, Any], *, key: str | None = None) -> tuple[Any, 
     )
 
 
+#: The JSON columns among the archive tables' columns above and below (the pipeline's
+#: config, the answer's citations): their values are written as JSON text.
+JSON_COLUMNS = frozenset({"config", "citations"})
+
 SOURCE_COLUMNS = (
     "key",
     "digest",

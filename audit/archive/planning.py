@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from audit.archive import mapping
+from audit.archive.copytext import copy_lines
 from audit.contract import codebook_from_dict, codes, parse_observation_file
 from audit.contract.digests import (
     answer_identity_text,
@@ -168,6 +169,10 @@ class ArchiveRows:
     answers: list[tuple]
     sources: list[tuple]
     planned: list[tuple[WrittenUnit, str, str, str, list[str]]]
+    #: Set by :func:`rendered`: each of the four archive tables' rows as COPY text lines
+    #: (by table: "queries", "pipelines", "answers", "sources"), their rows above then
+    #: holding their key alone.
+    texts: dict[str, list[bytes]] | None = None
 
     def of(self, digests: set[str]) -> ArchiveRows:
         """The rows of the units whose digest is in ``digests`` only (the others were
@@ -176,14 +181,37 @@ class ArchiveRows:
         keys = set()
         for _, query, pipeline, answer, sources in planned:
             keys.update((query, pipeline, answer, *sources))
-        return ArchiveRows(
-            [entry[0] for entry in planned],
-            [row for row in self.queries if row[0] in keys],
-            [row for row in self.pipelines if row[0] in keys],
-            [row for row in self.answers if row[0] in keys],
-            [row for row in self.sources if row[0] in keys],
-            planned,
-        )
+        tables = {}
+        texts: dict[str, list[bytes]] | None = None if self.texts is None else {}
+        for table in _TABLES:
+            rows = getattr(self, table)
+            kept = [at for at, row in enumerate(rows) if row[0] in keys]
+            tables[table] = [rows[at] for at in kept]
+            if texts is not None:
+                texts[table] = [self.texts[table][at] for at in kept]
+        return ArchiveRows([entry[0] for entry in planned], **tables, planned=planned, texts=texts)
+
+
+#: The archive tables of :class:`ArchiveRows`, with their columns.
+_TABLES = {
+    "queries": mapping.QUERY_COLUMNS,
+    "pipelines": mapping.PIPELINE_COLUMNS,
+    "answers": mapping.ANSWER_COLUMNS,
+    "sources": mapping.SOURCE_COLUMNS,
+}
+
+
+def rendered(rows: ArchiveRows) -> ArchiveRows:
+    """``rows`` with its four archive tables' rows as COPY text (:attr:`ArchiveRows.texts`),
+    each row then reduced to its key (the writer needs no other value of them): made by
+    the planning process, so that the writing process only sends the bytes."""
+    texts = {}
+    for table, columns in _TABLES.items():
+        table_rows = getattr(rows, table)
+        texts[table] = copy_lines(table_rows, columns, mapping.JSON_COLUMNS)
+        setattr(rows, table, [(row[0],) for row in table_rows])
+    rows.texts = texts
+    return rows
 
 
 def archive_rows(units: Sequence[PlannedUnit], kind: str) -> ArchiveRows:
@@ -375,7 +403,7 @@ def serve(connection: Connection, answers: Connection) -> None:
         parser = Parser(_Blocks(connection), parsed, registry, chunk)
         try:
             for rows in plan_chunks(parser, parsed, wanted, chunk, planner):
-                answers.send(("rows", rows))
+                answers.send(("rows", rendered(rows)))
         finally:
             parser.stop()
         parser.join()

@@ -708,15 +708,30 @@ def _store(
 
     new_rows = rows if len(new_units) == len(units) else rows.of({u.digest for u in new_units})
     planned = new_rows.planned
-    query_ids = bulk.upsert_rows(Query, mapping.QUERY_COLUMNS, new_rows.queries, key="key")
+    texts = new_rows.texts or {}  # COPY text made by the planning process
+    query_ids = bulk.upsert_rows(
+        Query, mapping.QUERY_COLUMNS, new_rows.queries, key="key", texts=texts.get("queries")
+    )
     pipeline_ids = bulk.upsert_rows(
-        Pipeline, mapping.PIPELINE_COLUMNS, new_rows.pipelines, key="key"
+        Pipeline,
+        mapping.PIPELINE_COLUMNS,
+        new_rows.pipelines,
+        key="key",
+        texts=texts.get("pipelines"),
     )
     answer_ids = bulk.upsert_rows(
-        AnswerSnapshot, mapping.ANSWER_COLUMNS, new_rows.answers, key="key"
+        AnswerSnapshot,
+        mapping.ANSWER_COLUMNS,
+        new_rows.answers,
+        key="key",
+        texts=texts.get("answers"),
     )
     source_ids = bulk.upsert_rows(
-        SourceSnapshot, mapping.SOURCE_COLUMNS, new_rows.sources, key="key"
+        SourceSnapshot,
+        mapping.SOURCE_COLUMNS,
+        new_rows.sources,
+        key="key",
+        texts=texts.get("sources"),
     )
     del new_rows
 
