@@ -335,14 +335,20 @@ def queue_orders_draw(*, study: Study) -> int:
         .select_related("user")
         .order_by("user_id")
     }
-    held = {order.annotator_id: order for order in QueueOrder.objects.filter(study=study)}
+    # One read for every order, each marked empty or not (no query per annotator).
+    held = {
+        order.annotator_id: order
+        for order in QueueOrder.objects.filter(study=study).annotate(
+            empty=~Exists(QueuePosition.objects.filter(order=OuterRef("pk")))
+        )
+    }
     drawn = 0
     for user_id, user in annotators.items():
         order = held.get(user_id)
         if order is None:
             _queue_order(study=study, annotator=user)
             drawn += 1
-        elif not QueuePosition.objects.filter(order=order).exists():
+        elif order.empty:
             drawn += bool(queue_positions_add(order=order))
     return drawn
 

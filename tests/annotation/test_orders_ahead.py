@@ -131,6 +131,16 @@ def test_an_order_already_walked_is_left_for_the_queue_to_extend(risk_study, peo
     assert QueueOrder.objects.filter(study=risk_study).count() == 3
 
 
+def test_once_every_order_is_drawn_the_job_reads_two_statements_whatever_the_annotators(
+    risk_study, people, django_assert_num_queries
+):
+    assert queue_orders_draw(study=risk_study) == 3
+
+    # The annotators and their orders, each order marked empty or not in the same read.
+    with django_assert_num_queries(2):
+        assert queue_orders_draw(study=risk_study) == 0
+
+
 def test_the_job_of_a_deleted_study_does_nothing(db):
     from annotator.labelling.jobs import study_queue_orders_draw
 
