@@ -96,7 +96,8 @@ def test_the_form_page_of_a_gold_unit_is_the_page_of_the_same_unit_as_a_real_one
     assert differing == []
     assert "gold" not in pages[gold.pk][1].lower()
     start = _client(gold.annotator).get(f"/studies/{study.slug}/annotate/").content.decode()
-    assert "gold" not in start.lower()
+    # Its CSRF token out first: a random token may hold those letters.
+    assert "gold" not in re.sub(r'(value|content)="[A-Za-z0-9]{64}"', "", start).lower()
 
 
 def test_the_api_gives_a_gold_unit_the_same_fields_and_values_as_a_real_one(served):
